@@ -1,0 +1,105 @@
+
+using namespace System.Management.Automation
+using namespace System.Management.Automation.Language
+
+Register-ArgumentCompleter -Native -CommandName 'meshcheck' -ScriptBlock {
+    param($wordToComplete, $commandAst, $cursorPosition)
+
+    $commandElements = $commandAst.CommandElements
+    $command = @(
+        'meshcheck'
+        for ($i = 1; $i -lt $commandElements.Count; $i++) {
+            $element = $commandElements[$i]
+            if ($element -isnot [StringConstantExpressionAst] -or
+                $element.StringConstantType -ne [StringConstantType]::BareWord -or
+                $element.Value.StartsWith('-') -or
+                $element.Value -eq $wordToComplete) {
+                break
+        }
+        $element.Value
+    }) -join ';'
+
+    $completions = @(switch ($command) {
+        'meshcheck' {
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('validate', 'validate', [CompletionResultType]::ParameterValue, 'Validate assets (files or folders) and print their reports')
+            [CompletionResult]::new('checks', 'checks', [CompletionResultType]::ParameterValue, 'List the check catalog with the thresholds of a profile')
+            [CompletionResult]::new('profiles', 'profiles', [CompletionResultType]::ParameterValue, 'Show the built-in budget profiles side by side')
+            [CompletionResult]::new('generate', 'generate', [CompletionResultType]::ParameterValue, 'Regenerate completions, man pages, schemas and docs/checks.md (for maintainers)')
+            [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
+            break
+        }
+        'meshcheck;validate' {
+            [CompletionResult]::new('--format', '--format', [CompletionResultType]::ParameterName, 'Output format [default: table on a terminal, json otherwise]')
+            [CompletionResult]::new('--output-dir', '--output-dir', [CompletionResultType]::ParameterName, 'Also write one NAME.report.json per input into DIR (mirroring subfolders)')
+            [CompletionResult]::new('--profile', '--profile', [CompletionResultType]::ParameterName, 'Budget profile: web, mobile, pc, hero, or a path to a .toml file')
+            [CompletionResult]::new('--override', '--override', [CompletionResultType]::ParameterName, 'Replace one budget (repeatable): max_tris, max_verts, max_texture_dim, max_texture_mem, max_materials, max_draw_calls, max_file_bytes, min_extent, max_extent')
+            [CompletionResult]::new('--weld-tolerance', '--weld-tolerance', [CompletionResultType]::ParameterName, 'Weld tolerance for geometry checks, in metres [default: the profile''s, 1e-5]')
+            [CompletionResult]::new('--only', '--only', [CompletionResultType]::ParameterName, 'Run only these checks or families (IDs such as PERF-001, or PERF, or performance)')
+            [CompletionResult]::new('--skip', '--skip', [CompletionResultType]::ParameterName, 'Skip these checks or families; they report `skipped` ("not selected")')
+            [CompletionResult]::new('--fail-on', '--fail-on', [CompletionResultType]::ParameterName, 'Exit 1 on this verdict or worse')
+            [CompletionResult]::new('--mode', '--mode', [CompletionResultType]::ParameterName, 'checks_only, or full (needs the renderer)')
+            [CompletionResult]::new('-j', '-j', [CompletionResultType]::ParameterName, 'Files validated in parallel [default: all cores]')
+            [CompletionResult]::new('--jobs', '--jobs', [CompletionResultType]::ParameterName, 'Files validated in parallel [default: all cores]')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'meshcheck;checks' {
+            [CompletionResult]::new('--profile', '--profile', [CompletionResultType]::ParameterName, 'Show thresholds under this profile (a name or a .toml path)')
+            [CompletionResult]::new('--format', '--format', [CompletionResultType]::ParameterName, 'Output format [default: table on a terminal, json otherwise]')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'meshcheck;profiles' {
+            [CompletionResult]::new('--format', '--format', [CompletionResultType]::ParameterName, 'Output format [default: table on a terminal, json otherwise]')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'meshcheck;generate' {
+            [CompletionResult]::new('--dir', '--dir', [CompletionResultType]::ParameterName, 'The repository root to write into')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'meshcheck;help' {
+            [CompletionResult]::new('validate', 'validate', [CompletionResultType]::ParameterValue, 'Validate assets (files or folders) and print their reports')
+            [CompletionResult]::new('checks', 'checks', [CompletionResultType]::ParameterValue, 'List the check catalog with the thresholds of a profile')
+            [CompletionResult]::new('profiles', 'profiles', [CompletionResultType]::ParameterValue, 'Show the built-in budget profiles side by side')
+            [CompletionResult]::new('generate', 'generate', [CompletionResultType]::ParameterValue, 'Regenerate completions, man pages, schemas and docs/checks.md (for maintainers)')
+            [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
+            break
+        }
+        'meshcheck;help;validate' {
+            break
+        }
+        'meshcheck;help;checks' {
+            break
+        }
+        'meshcheck;help;profiles' {
+            break
+        }
+        'meshcheck;help;generate' {
+            break
+        }
+        'meshcheck;help;help' {
+            break
+        }
+    })
+
+    $completions.Where{ $_.CompletionText -like "$wordToComplete*" } |
+        Sort-Object -Property ListItemText
+}

@@ -1,0 +1,89 @@
+
+use builtin;
+use str;
+
+set edit:completion:arg-completer[meshcheck] = {|@words|
+    fn spaces {|n|
+        builtin:repeat $n ' ' | str:join ''
+    }
+    fn cand {|text desc|
+        edit:complex-candidate $text &display=$text' '(spaces (- 14 (wcswidth $text)))$desc
+    }
+    var command = 'meshcheck'
+    for word $words[1..-1] {
+        if (str:has-prefix $word '-') {
+            break
+        }
+        set command = $command';'$word
+    }
+    var completions = [
+        &'meshcheck'= {
+            cand -h 'Print help'
+            cand --help 'Print help'
+            cand -V 'Print version'
+            cand --version 'Print version'
+            cand validate 'Validate assets (files or folders) and print their reports'
+            cand checks 'List the check catalog with the thresholds of a profile'
+            cand profiles 'Show the built-in budget profiles side by side'
+            cand generate 'Regenerate completions, man pages, schemas and docs/checks.md (for maintainers)'
+            cand help 'Print this message or the help of the given subcommand(s)'
+        }
+        &'meshcheck;validate'= {
+            cand --format 'Output format [default: table on a terminal, json otherwise]'
+            cand --output-dir 'Also write one NAME.report.json per input into DIR (mirroring subfolders)'
+            cand --profile 'Budget profile: web, mobile, pc, hero, or a path to a .toml file'
+            cand --override 'Replace one budget (repeatable): max_tris, max_verts, max_texture_dim, max_texture_mem, max_materials, max_draw_calls, max_file_bytes, min_extent, max_extent'
+            cand --weld-tolerance 'Weld tolerance for geometry checks, in metres [default: the profile''s, 1e-5]'
+            cand --only 'Run only these checks or families (IDs such as PERF-001, or PERF, or performance)'
+            cand --skip 'Skip these checks or families; they report `skipped` ("not selected")'
+            cand --fail-on 'Exit 1 on this verdict or worse'
+            cand --mode 'checks_only, or full (needs the renderer)'
+            cand -j 'Files validated in parallel [default: all cores]'
+            cand --jobs 'Files validated in parallel [default: all cores]'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'meshcheck;checks'= {
+            cand --profile 'Show thresholds under this profile (a name or a .toml path)'
+            cand --format 'Output format [default: table on a terminal, json otherwise]'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'meshcheck;profiles'= {
+            cand --format 'Output format [default: table on a terminal, json otherwise]'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'meshcheck;generate'= {
+            cand --dir 'The repository root to write into'
+            cand -h 'Print help'
+            cand --help 'Print help'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'meshcheck;help'= {
+            cand validate 'Validate assets (files or folders) and print their reports'
+            cand checks 'List the check catalog with the thresholds of a profile'
+            cand profiles 'Show the built-in budget profiles side by side'
+            cand generate 'Regenerate completions, man pages, schemas and docs/checks.md (for maintainers)'
+            cand help 'Print this message or the help of the given subcommand(s)'
+        }
+        &'meshcheck;help;validate'= {
+        }
+        &'meshcheck;help;checks'= {
+        }
+        &'meshcheck;help;profiles'= {
+        }
+        &'meshcheck;help;generate'= {
+        }
+        &'meshcheck;help;help'= {
+        }
+    ]
+    $completions[$command]
+}

@@ -1,0 +1,66 @@
+# Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
+function __fish_meshcheck_global_optspecs
+    string join \n h/help V/version
+end
+
+function __fish_meshcheck_needs_command
+    # Figure out if the current invocation already has a command.
+    set -l cmd (commandline -opc)
+    set -e cmd[1]
+    argparse -s (__fish_meshcheck_global_optspecs) -- $cmd 2>/dev/null
+    or return
+    if set -q argv[1]
+        # Also print the command, so this can be used to figure out what it is.
+        echo $argv[1]
+        return 1
+    end
+    return 0
+end
+
+function __fish_meshcheck_using_subcommand
+    set -l cmd (__fish_meshcheck_needs_command)
+    test -z "$cmd"
+    and return 1
+    contains -- $cmd[1] $argv
+end
+
+complete -c meshcheck -n "__fish_meshcheck_needs_command" -s h -l help -d 'Print help'
+complete -c meshcheck -n "__fish_meshcheck_needs_command" -s V -l version -d 'Print version'
+complete -c meshcheck -n "__fish_meshcheck_needs_command" -f -a "validate" -d 'Validate assets (files or folders) and print their reports'
+complete -c meshcheck -n "__fish_meshcheck_needs_command" -f -a "checks" -d 'List the check catalog with the thresholds of a profile'
+complete -c meshcheck -n "__fish_meshcheck_needs_command" -f -a "profiles" -d 'Show the built-in budget profiles side by side'
+complete -c meshcheck -n "__fish_meshcheck_needs_command" -f -a "generate" -d 'Regenerate completions, man pages, schemas and docs/checks.md (for maintainers)'
+complete -c meshcheck -n "__fish_meshcheck_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand validate" -l format -d 'Output format [default: table on a terminal, json otherwise]' -r -f -a "table\t'A table per file, with a summary for folder runs (default on a terminal)'
+json\t'The report JSON, exactly as the service returns it (default otherwise)'
+junit\t'JUnit XML: one testcase per check per file'"
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand validate" -l output-dir -d 'Also write one NAME.report.json per input into DIR (mirroring subfolders)' -r -F
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand validate" -l profile -d 'Budget profile: web, mobile, pc, hero, or a path to a .toml file' -r
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand validate" -l override -d 'Replace one budget (repeatable): max_tris, max_verts, max_texture_dim, max_texture_mem, max_materials, max_draw_calls, max_file_bytes, min_extent, max_extent' -r
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand validate" -l weld-tolerance -d 'Weld tolerance for geometry checks, in metres [default: the profile\'s, 1e-5]' -r
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand validate" -l only -d 'Run only these checks or families (IDs such as PERF-001, or PERF, or performance)' -r
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand validate" -l skip -d 'Skip these checks or families; they report `skipped` ("not selected")' -r
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand validate" -l fail-on -d 'Exit 1 on this verdict or worse' -r -f -a "fail\t'Exit 1 when a report\'s verdict is fail (the default)'
+warn\t'Exit 1 when a report\'s verdict is warn or fail'"
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand validate" -l mode -d 'checks_only, or full (needs the renderer)' -r -f -a "checks_only\t'Measurements only; RND checks are skipped'
+full\t'Measurements plus the renderer'"
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand validate" -s j -l jobs -d 'Files validated in parallel [default: all cores]' -r
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand validate" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand validate" -s V -l version -d 'Print version'
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand checks" -l profile -d 'Show thresholds under this profile (a name or a .toml path)' -r
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand checks" -l format -d 'Output format [default: table on a terminal, json otherwise]' -r -f -a "table\t'A table'
+json\t'JSON'"
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand checks" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand checks" -s V -l version -d 'Print version'
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand profiles" -l format -d 'Output format [default: table on a terminal, json otherwise]' -r -f -a "table\t'A table'
+json\t'JSON'"
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand profiles" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand profiles" -s V -l version -d 'Print version'
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand generate" -l dir -d 'The repository root to write into' -r -F
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand generate" -s h -l help -d 'Print help'
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand generate" -s V -l version -d 'Print version'
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand help; and not __fish_seen_subcommand_from validate checks profiles generate help" -f -a "validate" -d 'Validate assets (files or folders) and print their reports'
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand help; and not __fish_seen_subcommand_from validate checks profiles generate help" -f -a "checks" -d 'List the check catalog with the thresholds of a profile'
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand help; and not __fish_seen_subcommand_from validate checks profiles generate help" -f -a "profiles" -d 'Show the built-in budget profiles side by side'
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand help; and not __fish_seen_subcommand_from validate checks profiles generate help" -f -a "generate" -d 'Regenerate completions, man pages, schemas and docs/checks.md (for maintainers)'
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand help; and not __fish_seen_subcommand_from validate checks profiles generate help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'

@@ -1,0 +1,65 @@
+//! KHR_draco_mesh_compression: decodes a primitive's Draco stream with the
+//! pure-Rust `draco-core` decoder, under the file's decode budget.
+
+use super::data::DocData;
+use super::scene::{MAX_UV_SETS, Primitive};
+use crate::error::{Error, Result};
+use draco_core::{DecodeLimits, DecoderBuffer, Mesh, MeshDecoder};
+
+/// Decodes the Draco stream named by `ext` into `prim`.
+pub fn decode(
+    data: &DocData<'_>,
+    mesh: usize,
+    index: usize,
+    ext: &serde_json::Value,
+    prim: &mut Primitive,
+) -> Result<()> {
+    let pointer = format!("/meshes/{mesh}/primitives/{index}/extensions/KHR_draco_mesh_compression");
+    let bad = |why: String| {
+        Error::malformed(format!("mesh {mesh} primitive {index}: {why}"))
+            .with_detail(serde_json::json!({ "pointer": pointer }))
+    };
+    let view = ext
+        .get("bufferView")
+        .and_then(|v| v.as_u64())
+        .ok_or_else(|| bad("the Draco extension has no bufferView".into()))?;
+    let attrs = ext
+        .get("attributes")
+        .and_then(|a| a.as_object())
+        .ok_or_else(|| bad("the Draco extension has no attributes".into()))?;
+    let bytes = data.view(view as usize)?;
+    let budget = data.budget_left();
+    let limits =
+        DecodeLimits::default().with_max_decoded_bytes(budget).with_max_faces(budget / 12).with_max_points(budget / 12);
+    let mut buffer = DecoderBuffer::new(bytes).with_limits(limits);
+    let mut out = Mesh::new();
+    MeshDecoder::new()
+        .decode(&mut buffer, &mut out)
+        .map_err(|e| bad(format!("the Draco stream does not decode: {e}")))?;
+    let points = out.num_points();
+    let faces = out.num_faces();
+    data.charge((points as u64) * 12 + (faces as u64) * 12, "the Draco stream")?;
+    let read = |name: &str, comps: usize| -> Result<Option<Vec<f32>>> {
+        let Some(id) = attrs.get(name).and_then(|v| v.as_u64()) else { return Ok(None) };
+        let att = out
+            .attribute_by_unique_id(id as u32)
+            .ok_or_else(|| bad(format!("the Draco stream has no attribute {id} for {name}")))?;
+        Ok(Some(att.read_f32s(points, comps)))
+    };
+    if let Some(p) = read("POSITION", 3)? {
+        prim.positions = p.chunks_exact(3).map(|c| [c[0], c[1], c[2]]).collect();
+    }
+    for set in 0..MAX_UV_SETS {
+        if let Some(uv) = read(&format!("TEXCOORD_{set}"), 2)? {
+            data.charge(points as u64 * 8, "a Draco UV set")?;
+            prim.uvs[set] = Some(uv.chunks_exact(2).map(|c| [c[0], c[1]]).collect());
+        }
+    }
+    let vc = prim.positions.len() as u64;
+    prim.triangle_count = faces as u64;
+    prim.triangles =
+        out.faces().iter().map(|f| [f[0].0, f[1].0, f[2].0]).filter(|t| t.iter().all(|&v| (v as u64) < vc)).collect();
+    prim.invalid_triangles = faces as u64 - prim.triangles.len() as u64;
+    prim.draco = true;
+    Ok(())
+}

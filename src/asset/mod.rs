@@ -1,0 +1,308 @@
+//! Reading an input into a document and a flattened scene.
+//!
+//! The format is sniffed from the bytes, never the file name: `glTF` magic is
+//! a GLB, `PK` a zip bundle, `{` glTF JSON; anything else is
+//! UNSUPPORTED_FORMAT. External resources come from a [`bundle::Resolver`]:
+//! the folder beside a .gltf on disk, the zip bundle, or nothing.
+
+pub mod bundle;
+pub mod data;
+pub mod draco;
+pub mod glb;
+pub mod scene;
+pub mod texture;
+
+use crate::error::{Error, Result};
+use crate::report::{InputFormat, InputInfo};
+use bundle::{Resolver, UriKind};
+use data::{BufferData, DocData};
+use sha2::{Digest, Sha256};
+use std::borrow::Cow;
+
+/// Fixed part of the per-file decode budget, in bytes.
+pub const DECODE_BUDGET_BASE: u64 = 256 << 20;
+/// Decoded bytes allowed per input byte, on top of the base.
+pub const DECODE_BUDGET_PER_BYTE: u64 = 64;
+/// Hard ceiling on decoded bytes per file.
+pub const DECODE_BUDGET_MAX: u64 = 8 << 30;
+
+/// An input to validate.
+pub struct Input {
+    /// File name as shown in the report (no directories), or "-".
+    pub filename: String,
+    /// The bytes.
+    pub bytes: Vec<u8>,
+    /// Where a .gltf's external resources come from.
+    pub resolver: Box<dyn Resolver>,
+}
+
+impl Input {
+    /// Bytes with no external resources (a lone upload).
+    pub fn from_bytes(filename: impl Into<String>, bytes: Vec<u8>) -> Input {
+        Input { filename: filename.into(), bytes, resolver: Box::new(bundle::NoResources) }
+    }
+
+    /// A file on disk; a .gltf's resources resolve beside it.
+    pub fn from_path(path: &std::path::Path) -> std::io::Result<Input> {
+        let bytes = std::fs::read(path)?;
+        let filename =
+            path.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_else(|| path.display().to_string());
+        Ok(Input { filename, bytes, resolver: Box::new(bundle::DirResolver::new(bundle::parent_dir(path))) })
+    }
+}
+
+/// An external reference (a buffer or image URI) and whether it resolved.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Reference {
+    /// JSON pointer of the object holding the URI.
+    pub pointer: String,
+    /// The URI as written (data: URIs shortened to their media type).
+    pub uri: String,
+    /// Bytes, when resolved.
+    pub bytes: Option<u64>,
+    /// Why not, when unresolved.
+    pub reason: Option<String>,
+    /// Whether it is external (a file), as opposed to a data: URI.
+    pub external: bool,
+}
+
+/// One image of the document and what its header says.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ImageRecord {
+    /// Index in `images`.
+    pub index: usize,
+    /// The header, or why it cannot be read (missing, not an image).
+    pub header: std::result::Result<texture::ImageHeader, String>,
+    /// The mimeType the document declares.
+    pub declared_mime: Option<String>,
+}
+
+impl ImageRecord {
+    /// JSON pointer.
+    pub fn pointer(&self) -> String {
+        format!("/images/{}", self.index)
+    }
+}
+
+/// A loaded input: the document, its scene and what was learnt on the way.
+pub struct Asset {
+    /// The report's `input` block.
+    pub info: InputInfo,
+    /// The parsed document.
+    pub root: gltf::json::Root,
+    /// The default scene, flattened.
+    pub scene: scene::Scene,
+    /// Every buffer and image URI.
+    pub references: Vec<Reference>,
+    /// Every image.
+    pub images: Vec<ImageRecord>,
+    /// The asset's size as delivered: the GLB or .gltf plus every resolved external file.
+    pub asset_bytes: u64,
+}
+
+/// What the first bytes say the input is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Sniffed {
+    /// Binary glTF.
+    Glb,
+    /// A zip archive.
+    Zip,
+    /// JSON (presumably glTF).
+    Json,
+}
+
+/// Sniffs the container format from the bytes.
+pub fn sniff(bytes: &[u8]) -> Result<Sniffed> {
+    if bytes.starts_with(b"glTF") {
+        return Ok(Sniffed::Glb);
+    }
+    if bytes.starts_with(b"PK\x03\x04") || bytes.starts_with(b"PK\x05\x06") {
+        return Ok(Sniffed::Zip);
+    }
+    let body = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
+    if body.trim_ascii_start().starts_with(b"{") {
+        return Ok(Sniffed::Json);
+    }
+    if bytes.is_empty() {
+        return Err(Error::unsupported("the input is empty"));
+    }
+    Err(Error::unsupported("the input is not a GLB, a zip bundle or glTF JSON").with_help(
+        "meshcheck reads .glb files, .gltf files (with their resources) and .zip bundles of a .gltf and its resources",
+    ))
+}
+
+/// Reads an input into an [`Asset`].
+pub fn load(input: Input) -> Result<Asset> {
+    let Input { filename, bytes, resolver } = input;
+    let sha256 = hex(&Sha256::digest(&bytes));
+    let input_bytes = bytes.len() as u64;
+    let kind = sniff(&bytes)?;
+    let (format, main_file, main_bytes, resolver): (InputFormat, Option<String>, Cow<'_, [u8]>, Box<dyn Resolver>) =
+        match kind {
+            Sniffed::Glb => (InputFormat::Glb, None, Cow::Borrowed(&bytes[..]), resolver),
+            Sniffed::Json => (InputFormat::Gltf, None, Cow::Borrowed(&bytes[..]), resolver),
+            Sniffed::Zip => {
+                let mut zipped = bundle::ZipBundle::open(&bytes)?;
+                let main = zipped.main_file.clone();
+                let main_bytes = zipped.take_main();
+                (InputFormat::Zip, Some(main), Cow::Owned(main_bytes), Box::new(zipped.into_resolver()))
+            }
+        };
+    let info = InputInfo { filename, format, bytes: input_bytes, sha256, main_file };
+    let (json, bin) = match sniff(&main_bytes) {
+        Ok(Sniffed::Glb) => {
+            let g = glb::parse(&main_bytes)?;
+            (g.json, g.bin)
+        }
+        Ok(Sniffed::Json) => (&main_bytes[..], None),
+        _ => return Err(Error::unsupported("the bundle's main file is neither a GLB nor glTF JSON")),
+    };
+    let root = parse_json(json)?;
+    let budget = (DECODE_BUDGET_BASE + input_bytes.saturating_mul(DECODE_BUDGET_PER_BYTE)).min(DECODE_BUDGET_MAX);
+    let mut references = Vec::new();
+    let mut asset_bytes = main_bytes.len() as u64;
+    let buffers = load_buffers(&root, bin, resolver.as_ref(), &mut references, &mut asset_bytes)?;
+    let data = DocData::new(&root, buffers, budget);
+    let images = load_images(&data, resolver.as_ref(), &mut references, &mut asset_bytes);
+    let scene = scene::build(&data)?;
+    drop(data);
+    Ok(Asset { info, root, scene, references, images, asset_bytes })
+}
+
+fn parse_json(json: &[u8]) -> Result<gltf::json::Root> {
+    match gltf::json::Root::from_slice(json) {
+        Ok(root) => {
+            if !root.asset.version.starts_with("2.") {
+                return Err(Error::unsupported(format!(
+                    "asset.version is {}; meshcheck reads glTF 2.0",
+                    root.asset.version
+                )));
+            }
+            Ok(root)
+        }
+        Err(e) => {
+            // Say "glTF 1.0" rather than a schema error when that is what it is.
+            if let Ok(v) = serde_json::from_slice::<serde_json::Value>(json)
+                && let Some(version) = v.pointer("/asset/version").and_then(|x| x.as_str())
+                && !version.starts_with("2.")
+            {
+                return Err(Error::unsupported(format!("asset.version is {version}; meshcheck reads glTF 2.0")));
+            }
+            Err(Error::malformed(format!("the glTF JSON cannot be read as a document: {e}"))
+                .with_detail(serde_json::json!({"reason": e.to_string()})))
+        }
+    }
+}
+
+fn display_uri(uri: &str) -> String {
+    if uri.starts_with("data:") { format!("data:{}", bundle::data_uri_mime(uri)) } else { uri.to_string() }
+}
+
+/// Resolves a URI to bytes, recording the reference.
+fn resolve(
+    uri: &str,
+    pointer: String,
+    resolver: &dyn Resolver,
+    refs: &mut Vec<Reference>,
+    asset_bytes: &mut u64,
+) -> Option<Vec<u8>> {
+    let (result, external) = match bundle::classify_uri(uri) {
+        UriKind::Data => (bundle::decode_data_uri(uri), false),
+        UriKind::Relative(path) => match bundle::normalise(&path) {
+            Some(p) => (resolver.fetch(&p).map_err(|e| e.reason()), true),
+            None => (resolver.fetch(&path).map_err(|e| e.reason()), true),
+        },
+        UriKind::Unfetchable(why) => (Err(why.reason()), true),
+    };
+    let (bytes, reason) = match result {
+        Ok(b) => (Some(b), None),
+        Err(r) => (None, Some(r)),
+    };
+    if external && let Some(b) = &bytes {
+        *asset_bytes += b.len() as u64;
+    }
+    refs.push(Reference {
+        pointer,
+        uri: display_uri(uri),
+        bytes: bytes.as_ref().map(|b| b.len() as u64),
+        reason,
+        external,
+    });
+    bytes
+}
+
+fn load_buffers<'a>(
+    root: &gltf::json::Root,
+    bin: Option<&'a [u8]>,
+    resolver: &dyn Resolver,
+    refs: &mut Vec<Reference>,
+    asset_bytes: &mut u64,
+) -> Result<Vec<BufferData<'a>>> {
+    let mut out = Vec::with_capacity(root.buffers.len());
+    for (i, b) in root.buffers.iter().enumerate() {
+        let fallback = b
+            .extensions
+            .as_ref()
+            .and_then(|e| e.others.get("EXT_meshopt_compression"))
+            .and_then(|m| m.get("fallback"))
+            .and_then(|f| f.as_bool())
+            .unwrap_or(false);
+        let declared = b.byte_length.0;
+        let data = match (&b.uri, i, bin) {
+            (Some(uri), _, _) => match resolve(uri, format!("/buffers/{i}"), resolver, refs, asset_bytes) {
+                Some(bytes) => BufferData::Loaded(Cow::Owned(bytes)),
+                None if fallback => BufferData::Fallback,
+                None => {
+                    let reason = refs.last().and_then(|r| r.reason.clone()).unwrap_or_default();
+                    let external = !uri.starts_with("data:");
+                    BufferData::Missing { reason, external }
+                }
+            },
+            (None, 0, Some(bin)) => BufferData::Loaded(Cow::Borrowed(bin)),
+            (None, _, _) if fallback => BufferData::Fallback,
+            (None, _, _) => {
+                BufferData::Missing { reason: "it has no uri and is not the GLB's BIN chunk".into(), external: false }
+            }
+        };
+        if let BufferData::Loaded(bytes) = &data
+            && (bytes.len() as u64) < declared
+        {
+            return Err(Error::malformed(format!("buffer {i} declares {declared} bytes but holds {}", bytes.len()))
+                .with_detail(serde_json::json!({"pointer": format!("/buffers/{i}")})));
+        }
+        out.push(data);
+    }
+    Ok(out)
+}
+
+fn load_images(
+    data: &DocData<'_>,
+    resolver: &dyn Resolver,
+    refs: &mut Vec<Reference>,
+    asset_bytes: &mut u64,
+) -> Vec<ImageRecord> {
+    data.root
+        .images
+        .iter()
+        .enumerate()
+        .map(|(index, img)| {
+            let bytes: std::result::Result<Cow<'_, [u8]>, String> = match (&img.uri, img.buffer_view) {
+                (Some(uri), _) => resolve(uri, format!("/images/{index}"), resolver, refs, asset_bytes)
+                    .map(Cow::Owned)
+                    .ok_or_else(|| "the image could not be loaded".to_string()),
+                (None, Some(v)) => data.view(v.value()).map(Cow::Borrowed).map_err(|e| e.message),
+                (None, None) => Err("the image has neither a uri nor a bufferView".into()),
+            };
+            let header = bytes.and_then(|b| texture::read_header(&b));
+            ImageRecord { index, header, declared_mime: img.mime_type.as_ref().map(|m| m.0.clone()) }
+        })
+        .collect()
+}
+
+fn hex(bytes: &[u8]) -> String {
+    use std::fmt::Write;
+    bytes.iter().fold(String::with_capacity(bytes.len() * 2), |mut s, b| {
+        let _ = write!(s, "{b:02x}");
+        s
+    })
+}

@@ -1,0 +1,414 @@
+//! The `Scene`: the default scene flattened to world-space primitive
+//! instances, shared by every check.
+//!
+//! Mesh primitives are decoded once (plain accessors, sparse accessors,
+//! KHR_draco_mesh_compression, EXT_meshopt_compression views with
+//! KHR_mesh_quantization) and kept in local space; each drawn instance holds
+//! its world matrix. Node hierarchies are walked iteratively, so a 100,000-deep
+//! chain or a cycle cannot overflow the stack or loop.
+
+use super::data::DocData;
+use crate::error::{Error, Result};
+use crate::geom::mat4::{self, Aabb, Mat4};
+use crate::geom::topology;
+use gltf::json::validation::Checked;
+use std::collections::HashMap;
+
+/// UV sets read per primitive (TEXCOORD_0..TEXCOORD_7).
+pub const MAX_UV_SETS: usize = 8;
+
+/// A decoded mesh primitive, in its mesh's local space.
+#[derive(Debug, Clone, Default)]
+pub struct Primitive {
+    /// Index of the mesh in the document.
+    pub mesh: usize,
+    /// Index of the primitive in the mesh.
+    pub index: usize,
+    /// glTF primitive mode (4 = triangles).
+    pub mode: u32,
+    /// Vertex positions.
+    pub positions: Vec<[f32; 3]>,
+    /// Triangles (vertex indices), invalid ones left out.
+    pub triangles: Vec<[u32; 3]>,
+    /// Triangles the primitive draws, including any left out of `triangles`.
+    pub triangle_count: u64,
+    /// Triangles naming vertices that do not exist (left out of `triangles`).
+    pub invalid_triangles: u64,
+    /// UV sets by set number; `None` where the primitive has no TEXCOORD_n.
+    pub uvs: Vec<Option<Vec<[f32; 2]>>>,
+    /// Material index, if any.
+    pub material: Option<usize>,
+    /// Whether the geometry came through Draco.
+    pub draco: bool,
+    /// Bounds in local space.
+    pub bounds: Aabb,
+}
+
+impl Primitive {
+    /// JSON pointer to the primitive.
+    pub fn pointer(&self) -> String {
+        format!("/meshes/{}/primitives/{}", self.mesh, self.index)
+    }
+    /// Vertices uploaded for the primitive.
+    pub fn vertex_count(&self) -> u64 {
+        self.positions.len() as u64
+    }
+    /// Whether the primitive has TEXCOORD_`set`.
+    pub fn has_uv(&self, set: usize) -> bool {
+        self.uvs.get(set).is_some_and(Option::is_some)
+    }
+}
+
+/// One drawn instance of a primitive.
+#[derive(Debug, Clone)]
+pub struct Instance {
+    /// Index into `Scene::primitives`.
+    pub primitive: usize,
+    /// The node that draws it.
+    pub node: usize,
+    /// Local-to-world transform.
+    pub world: Mat4,
+    /// The EXT_mesh_gpu_instancing instance number, if GPU-instanced.
+    pub gpu_instance: Option<u32>,
+    /// The instance's own transform (EXT_mesh_gpu_instancing TRS), if GPU-instanced.
+    pub instance_matrix: Option<Mat4>,
+}
+
+impl Instance {
+    /// True when the transform mirrors (negative determinant): winding flips.
+    pub fn mirrored(&self) -> bool {
+        mat4::det3(&self.world) < 0.0
+    }
+}
+
+/// The flattened default scene.
+#[derive(Debug, Clone, Default)]
+pub struct Scene {
+    /// Index of the scene used (the default scene, or 0), if the document has any.
+    pub scene_index: Option<usize>,
+    /// Decoded primitives that are drawn.
+    pub primitives: Vec<Primitive>,
+    /// Drawn instances.
+    pub instances: Vec<Instance>,
+    /// Nodes reached from the scene, in depth-first order.
+    pub nodes: Vec<usize>,
+    /// Parent of each reached node within the scene (`None` for roots); by node index.
+    pub parents: HashMap<usize, Option<usize>>,
+    /// Draw-call estimate.
+    pub draw_calls: u64,
+    /// World-space bounds of everything drawn.
+    pub bounds: Aabb,
+    /// Loader observations worth a user's attention (cycles, invalid indices).
+    pub notes: Vec<String>,
+}
+
+impl Scene {
+    /// Triangles drawn, counted per instance.
+    pub fn triangles(&self) -> u64 {
+        self.instances.iter().map(|i| self.primitives[i.primitive].triangle_count).sum()
+    }
+    /// Vertices drawn, counted per instance.
+    pub fn vertices(&self) -> u64 {
+        self.instances.iter().map(|i| self.primitives[i.primitive].vertex_count()).sum()
+    }
+    /// The path from a scene root to `node`, root first.
+    pub fn path_to(&self, node: usize) -> Vec<usize> {
+        let mut path = vec![node];
+        let mut at = node;
+        while let Some(Some(p)) = self.parents.get(&at) {
+            if path.len() > self.parents.len() {
+                break;
+            }
+            path.push(*p);
+            at = *p;
+        }
+        path.reverse();
+        path
+    }
+}
+
+/// A node's local transform.
+pub fn local_matrix(node: &gltf::json::Node) -> Mat4 {
+    if let Some(m) = node.matrix {
+        let mut out = [0.0; 16];
+        for (o, v) in out.iter_mut().zip(m) {
+            *o = v as f64;
+        }
+        return out;
+    }
+    let t = node.translation.unwrap_or([0.0; 3]);
+    let r = node.rotation.map(|q| q.0).unwrap_or([0.0, 0.0, 0.0, 1.0]);
+    let s = node.scale.unwrap_or([1.0; 3]);
+    mat4::from_trs(
+        [t[0] as f64, t[1] as f64, t[2] as f64],
+        [r[0] as f64, r[1] as f64, r[2] as f64, r[3] as f64],
+        [s[0] as f64, s[1] as f64, s[2] as f64],
+    )
+}
+
+fn child_indices(node: &gltf::json::Node) -> impl Iterator<Item = usize> + '_ {
+    node.children.iter().flatten().map(|c| c.value())
+}
+
+/// World matrices of every node reachable from a parentless node (cycles and
+/// second parents are ignored), for skin joints that live outside the scene.
+fn all_world_matrices(root: &gltf::json::Root) -> Vec<Option<Mat4>> {
+    let n = root.nodes.len();
+    let mut parent: Vec<Option<usize>> = vec![None; n];
+    for (i, node) in root.nodes.iter().enumerate() {
+        for c in child_indices(node) {
+            if c < n && parent[c].is_none() && c != i {
+                parent[c] = Some(i);
+            }
+        }
+    }
+    let mut world: Vec<Option<Mat4>> = vec![None; n];
+    let mut stack: Vec<(usize, Mat4)> = (0..n).filter(|&i| parent[i].is_none()).map(|i| (i, mat4::IDENTITY)).collect();
+    while let Some((i, parent_world)) = stack.pop() {
+        if world[i].is_some() {
+            continue;
+        }
+        let w = mat4::mul(&parent_world, &local_matrix(&root.nodes[i]));
+        world[i] = Some(w);
+        for c in child_indices(&root.nodes[i]) {
+            if c < n && parent[c] == Some(i) && world[c].is_none() {
+                stack.push((c, w));
+            }
+        }
+    }
+    world
+}
+
+/// Flattens the default scene, decoding each drawn primitive once.
+pub fn build(data: &DocData<'_>) -> Result<Scene> {
+    let root = data.root;
+    let mut scene = Scene { bounds: Aabb::empty(), ..Scene::default() };
+    let n = root.nodes.len();
+    let roots: Vec<usize> = if root.scenes.is_empty() {
+        // No scenes: draw every parentless node, as most viewers do.
+        let mut has_parent = vec![false; n];
+        for node in &root.nodes {
+            for c in child_indices(node) {
+                if c < n {
+                    has_parent[c] = true;
+                }
+            }
+        }
+        if n > 0 {
+            scene.notes.push("the document has no scenes; every root node was measured".into());
+        }
+        (0..n).filter(|&i| !has_parent[i]).collect()
+    } else {
+        let idx = root.scene.map(|s| s.value()).unwrap_or(0);
+        let s =
+            root.scenes.get(idx).ok_or_else(|| Error::malformed(format!("the default scene {idx} does not exist")))?;
+        scene.scene_index = Some(idx);
+        s.nodes.iter().map(|n| n.value()).collect()
+    };
+
+    let mut visited = vec![false; n];
+    let mut decoded: HashMap<(usize, usize), usize> = HashMap::new();
+    let mut all_worlds: Option<Vec<Option<Mat4>>> = None;
+    let mut stack: Vec<(usize, Option<usize>, Mat4)> = roots.iter().rev().map(|&r| (r, None, mat4::IDENTITY)).collect();
+    let mut revisits = 0usize;
+    while let Some((i, parent, parent_world)) = stack.pop() {
+        let Some(node) = root.nodes.get(i) else {
+            return Err(Error::malformed(format!("node {i} is referenced but does not exist")));
+        };
+        if visited[i] {
+            revisits += 1;
+            continue;
+        }
+        visited[i] = true;
+        scene.nodes.push(i);
+        scene.parents.insert(i, parent);
+        let world = mat4::mul(&parent_world, &local_matrix(node));
+        for c in child_indices(node).collect::<Vec<_>>().into_iter().rev() {
+            stack.push((c, Some(i), world));
+        }
+        let Some(mesh_idx) = node.mesh.map(|m| m.value()) else { continue };
+        let mesh = root
+            .meshes
+            .get(mesh_idx)
+            .ok_or_else(|| Error::malformed(format!("node {i} names mesh {mesh_idx}, which does not exist")))?;
+        // Skinned meshes ignore their node's transform; in the default pose
+        // the first joint's world matrix times its inverse bind matrix places them.
+        let draw_world = match node.skin.map(|s| s.value()) {
+            Some(s) => {
+                let worlds = all_worlds.get_or_insert_with(|| all_world_matrices(root));
+                skin_bind_world(data, s, worlds)?.unwrap_or(world)
+            }
+            None => world,
+        };
+        let instancing = node
+            .extensions
+            .as_ref()
+            .and_then(|e| e.others.get("EXT_mesh_gpu_instancing"))
+            .map(|ext| read_instancing(data, i, ext))
+            .transpose()?;
+        for p in 0..mesh.primitives.len() {
+            let prim_id = match decoded.get(&(mesh_idx, p)) {
+                Some(&id) => id,
+                None => {
+                    let prim = decode_primitive(data, mesh_idx, p)?;
+                    scene.primitives.push(prim);
+                    decoded.insert((mesh_idx, p), scene.primitives.len() - 1);
+                    scene.primitives.len() - 1
+                }
+            };
+            scene.draw_calls += 1;
+            let local_bounds = scene.primitives[prim_id].bounds;
+            match &instancing {
+                Some(list) => {
+                    for (k, m) in list.iter().enumerate() {
+                        let w = mat4::mul(&draw_world, m);
+                        scene.bounds.union(&local_bounds.transformed(&w));
+                        scene.instances.push(Instance {
+                            primitive: prim_id,
+                            node: i,
+                            world: w,
+                            gpu_instance: Some(k as u32),
+                            instance_matrix: Some(*m),
+                        });
+                    }
+                }
+                None => {
+                    scene.bounds.union(&local_bounds.transformed(&draw_world));
+                    scene.instances.push(Instance {
+                        primitive: prim_id,
+                        node: i,
+                        world: draw_world,
+                        gpu_instance: None,
+                        instance_matrix: None,
+                    });
+                }
+            }
+        }
+    }
+    if revisits > 0 {
+        scene.notes.push(format!(
+            "{revisits} node references were reached twice (a cycle or a shared child) and were measured once"
+        ));
+    }
+    let invalid: u64 = scene.primitives.iter().map(|p| p.invalid_triangles).sum();
+    if invalid > 0 {
+        scene.notes.push(format!(
+            "{invalid} triangles name vertices that do not exist and were left out of geometry measurements"
+        ));
+    }
+    Ok(scene)
+}
+
+fn skin_bind_world(data: &DocData<'_>, skin: usize, worlds: &[Option<Mat4>]) -> Result<Option<Mat4>> {
+    let Some(skin) = data.root.skins.get(skin) else { return Ok(None) };
+    let Some(joint) = skin.joints.first().map(|j| j.value()) else { return Ok(None) };
+    let Some(Some(joint_world)) = worlds.get(joint) else { return Ok(None) };
+    let ibm = match skin.inverse_bind_matrices.map(|a| a.value()) {
+        Some(acc) => {
+            let m = data.read_floats(acc, 16)?;
+            if m.len() < 16 {
+                return Ok(None);
+            }
+            let mut out = [0.0; 16];
+            for (o, v) in out.iter_mut().zip(&m[..16]) {
+                *o = *v as f64;
+            }
+            out
+        }
+        None => mat4::IDENTITY,
+    };
+    Ok(Some(mat4::mul(joint_world, &ibm)))
+}
+
+fn read_instancing(data: &DocData<'_>, node: usize, ext: &serde_json::Value) -> Result<Vec<Mat4>> {
+    let attrs = ext.get("attributes").and_then(|a| a.as_object());
+    let get = |k: &str, comps: usize| -> Result<Option<Vec<f32>>> {
+        match attrs.and_then(|a| a.get(k)).and_then(|v| v.as_u64()) {
+            Some(acc) => data.read_floats(acc as usize, comps).map(Some),
+            None => Ok(None),
+        }
+    };
+    let t = get("TRANSLATION", 3)?;
+    let r = get("ROTATION", 4)?;
+    let s = get("SCALE", 3)?;
+    let counts: Vec<usize> =
+        [t.as_ref().map(|v| v.len() / 3), r.as_ref().map(|v| v.len() / 4), s.as_ref().map(|v| v.len() / 3)]
+            .into_iter()
+            .flatten()
+            .collect();
+    let Some(&count) = counts.iter().min() else {
+        return Err(Error::malformed(format!("node {node}: EXT_mesh_gpu_instancing has no attributes")));
+    };
+    if counts.iter().any(|&c| c != count) {
+        return Err(Error::malformed(format!("node {node}: EXT_mesh_gpu_instancing attributes have different counts")));
+    }
+    Ok((0..count)
+        .map(|k| {
+            let tv = t.as_ref().map_or([0.0; 3], |v| [v[3 * k] as f64, v[3 * k + 1] as f64, v[3 * k + 2] as f64]);
+            let rv = r.as_ref().map_or([0.0, 0.0, 0.0, 1.0], |v| {
+                [v[4 * k] as f64, v[4 * k + 1] as f64, v[4 * k + 2] as f64, v[4 * k + 3] as f64]
+            });
+            let sv = s.as_ref().map_or([1.0; 3], |v| [v[3 * k] as f64, v[3 * k + 1] as f64, v[3 * k + 2] as f64]);
+            mat4::from_trs(tv, rv, sv)
+        })
+        .collect())
+}
+
+fn to_vec3(flat: Vec<f32>) -> Vec<[f32; 3]> {
+    flat.chunks_exact(3).map(|c| [c[0], c[1], c[2]]).collect()
+}
+
+fn to_vec2(flat: Vec<f32>) -> Vec<[f32; 2]> {
+    flat.chunks_exact(2).map(|c| [c[0], c[1]]).collect()
+}
+
+fn uv_set(semantic: &Checked<gltf::json::mesh::Semantic>) -> Option<usize> {
+    match semantic {
+        Checked::Valid(gltf::json::mesh::Semantic::TexCoords(n)) if (*n as usize) < MAX_UV_SETS => Some(*n as usize),
+        _ => None,
+    }
+}
+
+fn decode_primitive(data: &DocData<'_>, mesh: usize, index: usize) -> Result<Primitive> {
+    let json = &data.root.meshes[mesh].primitives[index];
+    let mode = match json.mode {
+        Checked::Valid(m) => m.as_gl_enum(),
+        Checked::Invalid => return Err(Error::malformed(format!("mesh {mesh} primitive {index} has an invalid mode"))),
+    };
+    let mut prim = Primitive {
+        mesh,
+        index,
+        mode,
+        material: json.material.map(|m| m.value()),
+        bounds: Aabb::empty(),
+        ..Primitive::default()
+    };
+    prim.uvs = vec![None; MAX_UV_SETS];
+    let draco = json.extensions.as_ref().and_then(|e| e.others.get("KHR_draco_mesh_compression"));
+    if let Some(ext) = draco {
+        super::draco::decode(data, mesh, index, ext, &mut prim)?;
+    } else {
+        if let Some(acc) = json.attributes.get(&Checked::Valid(gltf::json::mesh::Semantic::Positions)) {
+            prim.positions = to_vec3(data.read_floats(acc.value(), 3)?);
+        }
+        for (semantic, acc) in &json.attributes {
+            if let Some(set) = uv_set(semantic) {
+                let uv = to_vec2(data.read_floats(acc.value(), 2)?);
+                prim.uvs[set] = Some(uv);
+            }
+        }
+        let indices = json.indices.map(|i| data.read_indices(i.value())).transpose()?;
+        let n = indices.as_ref().map_or(prim.positions.len(), Vec::len);
+        let (tris, dropped) = topology::assemble(mode, indices.as_deref(), n, prim.positions.len());
+        prim.triangle_count = topology::triangle_count(mode, n) as u64;
+        prim.invalid_triangles = dropped as u64;
+        prim.triangles = tris;
+    }
+    while prim.uvs.last().is_some_and(Option::is_none) {
+        prim.uvs.pop();
+    }
+    for p in &prim.positions {
+        prim.bounds.add([p[0] as f64, p[1] as f64, p[2] as f64]);
+    }
+    Ok(prim)
+}

@@ -1,0 +1,167 @@
+//! Image headers: dimensions, container format and estimated GPU memory.
+//!
+//! Only headers are read (PNG IHDR, JPEG SOF, WebP VP8 headers, the KTX2
+//! header and level index), never pixels, so an image that claims 65535x65535
+//! costs nothing to measure. GPU memory follows glTF-Transform's
+//! `getVRAMByteLength`: PNG/JPEG/WebP as RGBA8 with a full mip chain; KTX2
+//! from its levels (UASTC and uncompressed formats from each level's
+//! uncompressed size, ETC1S/BasisLZ as 8 bytes per 4x4 block, 16 with alpha).
+
+use serde::Serialize;
+use std::io::Cursor;
+
+/// An image's container format, sniffed from its bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ImageFormat {
+    /// PNG
+    Png,
+    /// JPEG
+    Jpeg,
+    /// WebP
+    Webp,
+    /// KTX 2.0 (Basis Universal or GPU formats)
+    Ktx2,
+}
+
+impl ImageFormat {
+    /// Lower-case name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ImageFormat::Png => "png",
+            ImageFormat::Jpeg => "jpeg",
+            ImageFormat::Webp => "webp",
+            ImageFormat::Ktx2 => "ktx2",
+        }
+    }
+}
+
+/// What the header of one image says.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ImageHeader {
+    /// Container format.
+    pub format: ImageFormat,
+    /// Width in pixels.
+    pub width: u32,
+    /// Height in pixels.
+    pub height: u32,
+    /// Estimated GPU memory in bytes.
+    pub gpu_bytes: u64,
+    /// For KTX2: the encoding ("etc1s", "uastc" or the vkFormat number).
+    pub encoding: Option<String>,
+    /// Mip levels stored in the file (1 for PNG/JPEG/WebP).
+    pub levels: u32,
+}
+
+/// Sniffs the container from magic bytes.
+pub fn sniff(bytes: &[u8]) -> Option<ImageFormat> {
+    if bytes.starts_with(b"\x89PNG\r\n\x1a\n") {
+        Some(ImageFormat::Png)
+    } else if bytes.starts_with(&[0xFF, 0xD8, 0xFF]) {
+        Some(ImageFormat::Jpeg)
+    } else if bytes.len() >= 12 && &bytes[0..4] == b"RIFF" && &bytes[8..12] == b"WEBP" {
+        Some(ImageFormat::Webp)
+    } else if bytes.starts_with(&[0xAB, 0x4B, 0x54, 0x58, 0x20, 0x32, 0x30, 0xBB, 0x0D, 0x0A, 0x1A, 0x0A]) {
+        Some(ImageFormat::Ktx2)
+    } else {
+        None
+    }
+}
+
+/// RGBA8 bytes of a full mip chain down to 1x1.
+pub fn rgba8_mip_chain_bytes(width: u32, height: u32) -> u64 {
+    let (mut w, mut h) = (width.max(1) as u64, height.max(1) as u64);
+    let mut total = 0u64;
+    loop {
+        total += w * h * 4;
+        if w == 1 && h == 1 {
+            return total;
+        }
+        w = (w / 2).max(1);
+        h = (h / 2).max(1);
+    }
+}
+
+/// Reads an image's header, or says why it cannot be read.
+pub fn read_header(bytes: &[u8]) -> Result<ImageHeader, String> {
+    let format = sniff(bytes).ok_or_else(|| "not a PNG, JPEG, WebP or KTX2 image".to_string())?;
+    if format == ImageFormat::Ktx2 {
+        return read_ktx2(bytes);
+    }
+    let fmt = match format {
+        ImageFormat::Png => image::ImageFormat::Png,
+        ImageFormat::Jpeg => image::ImageFormat::Jpeg,
+        _ => image::ImageFormat::WebP,
+    };
+    let mut reader = image::ImageReader::with_format(Cursor::new(bytes), fmt);
+    reader.no_limits();
+    let (width, height) =
+        reader.into_dimensions().map_err(|e| format!("the {} header cannot be read: {e}", format.as_str()))?;
+    if width == 0 || height == 0 {
+        return Err(format!("the {} header gives a zero dimension ({width}x{height})", format.as_str()));
+    }
+    Ok(ImageHeader {
+        format,
+        width,
+        height,
+        gpu_bytes: rgba8_mip_chain_bytes(width, height),
+        encoding: None,
+        levels: 1,
+    })
+}
+
+fn read_ktx2(bytes: &[u8]) -> Result<ImageHeader, String> {
+    let reader = ktx2::Reader::new(bytes).map_err(|e| format!("the KTX2 header cannot be read: {e:?}"))?;
+    let header = reader.header();
+    let (width, height) = (header.pixel_width, header.pixel_height.max(1));
+    if width == 0 {
+        return Err("the KTX2 header gives a zero width".into());
+    }
+    let layers = header.layer_count.max(1) as u64 * header.face_count.max(1) as u64;
+    let dfd = reader.basic_dfd();
+    let model = dfd.as_ref().and_then(|d| d.color_model);
+    let etc1s = header.supercompression_scheme == Some(ktx2::SupercompressionScheme::BasisLZ)
+        || model == Some(ktx2::ColorModel::ETC1S);
+    let uastc = model == Some(ktx2::ColorModel::UASTC);
+    let alpha = dfd.as_ref().is_some_and(|d| d.sample_information.len() > 1);
+    let mut gpu = 0u64;
+    let mut levels = 0u32;
+    for (i, level) in reader.levels().enumerate() {
+        levels += 1;
+        let w = (width as u64 >> i).max(1);
+        let h = (height as u64 >> i).max(1);
+        gpu += if etc1s {
+            w.div_ceil(4) * h.div_ceil(4) * if alpha { 16 } else { 8 } * layers
+        } else if level.uncompressed_byte_length > 0 {
+            level.uncompressed_byte_length
+        } else {
+            level.data.len() as u64
+        };
+    }
+    let encoding = if etc1s {
+        "etc1s".to_string()
+    } else if uastc {
+        "uastc".to_string()
+    } else {
+        header.format.map(|f| format!("vkformat-{}", f.value())).unwrap_or_else(|| "unknown".into())
+    };
+    Ok(ImageHeader { format: ImageFormat::Ktx2, width, height, gpu_bytes: gpu, encoding: Some(encoding), levels })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mip_chain_matches_gltf_transform() {
+        assert_eq!(rgba8_mip_chain_bytes(256, 256), 349_524);
+        assert_eq!(rgba8_mip_chain_bytes(2048, 2048), 22_369_620);
+        assert_eq!(rgba8_mip_chain_bytes(1, 1), 4);
+    }
+
+    #[test]
+    fn not_an_image() {
+        assert!(read_header(b"hello world, not an image").is_err());
+        assert!(read_header(b"\x89PNG\r\n\x1a\n").is_err());
+    }
+}

@@ -1,0 +1,327 @@
+//! The check catalog: one ordered table, the single source for the report's
+//! check order, `meshcheck checks`, docs/checks.md and `--only`/`--skip`.
+//!
+//! Rows are sorted by check ID (a test enforces it), which is the order the
+//! report lists results in.
+
+use super::{CheckOutput, Ctx, mat, perf, spec, uv, xfm};
+use crate::report::Severity;
+
+/// One check's definition.
+pub struct CheckDef {
+    /// ID of the form FAMILY-NNN.
+    pub id: &'static str,
+    /// Human name.
+    pub name: &'static str,
+    /// Family name in lower case (`geometry`, `performance`, ...).
+    pub category: &'static str,
+    /// Default severity (a custom profile may change it).
+    pub severity: Severity,
+    /// Profile parameters it compares against.
+    pub params: &'static [&'static str],
+    /// What it measures and how.
+    pub what: &'static str,
+    /// Why it matters.
+    pub why: &'static str,
+    /// How to fix a breach.
+    pub fix: &'static str,
+    /// `measured` keys and their meaning.
+    pub measured: &'static [(&'static str, &'static str)],
+    /// `threshold` keys and their meaning.
+    pub threshold: &'static [(&'static str, &'static str)],
+    /// The measuring function.
+    pub run: fn(&Ctx<'_>) -> CheckOutput,
+}
+
+/// Families: ID prefix and category name.
+pub const FAMILIES: &[(&str, &str)] = &[
+    ("SPEC", "spec"),
+    ("GEO", "geometry"),
+    ("XFM", "transform"),
+    ("UV", "uv"),
+    ("MAT", "material"),
+    ("PERF", "performance"),
+    ("RND", "render"),
+    ("TOP", "topology"),
+];
+
+const LOC: (&str, &str) = ("locations", "JSON pointers to the objects involved (at most 100)");
+const LOC_TOTAL: (&str, &str) = ("locations_total", "how many objects are involved in all");
+
+/// Every check, sorted by ID.
+pub static CATALOG: &[CheckDef] = &[
+    CheckDef {
+        id: "MAT-001",
+        name: "Texture resolution",
+        category: "material",
+        severity: Severity::Error,
+        params: &["max_texture_dim"],
+        what: "Reads the header (never the pixels) of every image that a material drawn in the default scene uses, preferring a KTX2 (KHR_texture_basisu) or WebP (EXT_texture_webp) source over the fallback, and compares the longest side with the budget.",
+        why: "Textures beyond a platform's maximum are downscaled or refused at load time, and large maps dominate download size and GPU memory.",
+        fix: "Resize the named images to the budget (power-of-two sides are kindest to mipmapping), or choose a profile meant for the target hardware.",
+        measured: &[
+            ("images", "images measured (used by drawn materials, each once)"),
+            ("max_dimension_px", "the longest side of any measured image, in pixels"),
+            ("over_budget", "images with a side over max_texture_dim"),
+            ("non_power_of_two", "images with a side that is not a power of two"),
+            ("unreadable", "used images whose header could not be read (missing or not an image)"),
+            ("textures", "per image (at most 100, largest first): pointer, width, height, format"),
+        ],
+        threshold: &[("max_texture_dim", "largest allowed side in pixels")],
+        run: mat::texture_resolution,
+    },
+    CheckDef {
+        id: "MAT-002",
+        name: "Estimated GPU texture memory",
+        category: "material",
+        severity: Severity::Error,
+        params: &["max_texture_mem"],
+        what: "Sums the GPU memory of the measured images as glTF-Transform estimates it: PNG, JPEG and WebP as RGBA8 with a full mip chain (a 2048x2048 map is 22,369,620 bytes); KTX2 from its levels (UASTC and GPU formats from each level's uncompressed size, ETC1S as 8 bytes per 4x4 block, 16 with alpha).",
+        why: "Texture memory is what runs mobile browsers and headsets out of memory; file size hides it, since a 300 KB JPEG still costs width x height x 4 bytes on the GPU.",
+        fix: "Downscale the largest maps, merge small ones into an atlas, or ship KTX2 (Basis Universal) textures, which stay compressed on the GPU.",
+        measured: &[
+            ("gpu_bytes", "estimated GPU memory of all measured images, in bytes"),
+            ("images", "images measured"),
+            ("by_image", "per image (at most 100, largest first): pointer, gpu_bytes"),
+        ],
+        threshold: &[("max_texture_mem", "budget in bytes")],
+        run: mat::texture_memory,
+    },
+    CheckDef {
+        id: "MAT-004",
+        name: "Material count",
+        category: "material",
+        severity: Severity::Warning,
+        params: &["max_materials"],
+        what: "Counts the distinct materials used by primitives drawn in the default scene; primitives without a material use the glTF default material, which counts as one.",
+        why: "Every material is at least one shader state change and usually one more draw call; real-time budgets cap them.",
+        fix: "Merge materials that differ only in texture into one material over a texture atlas; remove near-duplicate materials.",
+        measured: &[
+            ("materials", "distinct materials drawn (the default material counts once)"),
+            ("materials_defined", "length of the document's materials array"),
+            ("default_material_used", "whether some primitive has no material"),
+        ],
+        threshold: &[("max_materials", "budget")],
+        run: mat::material_count,
+    },
+    CheckDef {
+        id: "PERF-001",
+        name: "Triangle count",
+        category: "performance",
+        severity: Severity::Error,
+        params: &["max_tris"],
+        what: "Counts the triangles drawn by the default scene, once per drawn instance (a mesh used by three nodes counts three times; EXT_mesh_gpu_instancing counts every instance). Triangle strips and fans count n-2, triangle lists n/3; points and lines draw none.",
+        why: "Triangle throughput bounds frame rate on mobile and web GPUs; the budget is the profile's platform guidance.",
+        fix: "Decimate (e.g. gltf-transform simplify, Blender's Decimate), bake detail into normal maps, or use levels of detail.",
+        measured: &[("triangles", "triangles drawn, per instance"), ("instances", "drawn primitive instances")],
+        threshold: &[("max_tris", "budget")],
+        run: perf::triangle_count,
+    },
+    CheckDef {
+        id: "PERF-002",
+        name: "Vertex count",
+        category: "performance",
+        severity: Severity::Error,
+        params: &["max_verts"],
+        what: "Counts the vertices (POSITION elements, or decoded Draco points) of every primitive drawn, once per drawn instance.",
+        why: "Vertex processing and memory scale with vertices, which UV seams and hard edges multiply beyond the triangle count.",
+        fix: "Decimate, weld needless splits (gltf-transform weld), or reduce UV seams and hard edges.",
+        measured: &[("vertices", "vertices drawn, per instance")],
+        threshold: &[("max_verts", "budget")],
+        run: perf::vertex_count,
+    },
+    CheckDef {
+        id: "PERF-003",
+        name: "Draw-call estimate",
+        category: "performance",
+        severity: Severity::Warning,
+        params: &["max_draw_calls"],
+        what: "Estimates draw calls as one per primitive per node that draws it; a GPU-instanced node (EXT_mesh_gpu_instancing) costs one per primitive whatever its instance count.",
+        why: "Draw calls cost CPU time per frame; web and mobile engines stall long before the GPU is busy.",
+        fix: "Join meshes that share a material, merge materials, or use EXT_mesh_gpu_instancing for repeated objects.",
+        measured: &[
+            ("draw_calls", "estimated draw calls"),
+            ("primitives", "distinct primitives drawn"),
+            ("gpu_instanced_nodes", "nodes drawn with EXT_mesh_gpu_instancing"),
+        ],
+        threshold: &[("max_draw_calls", "budget")],
+        run: perf::draw_calls,
+    },
+    CheckDef {
+        id: "SPEC-003",
+        name: "External references resolvable",
+        category: "spec",
+        severity: Severity::Error,
+        params: &[],
+        what: "Resolves every buffer and image URI: data: URIs must decode, relative paths must exist beside the .gltf (or in the zip bundle, without leaving it); remote (http:, https:) and absolute URIs are never fetched and count as unresolved.",
+        why: "A viewer that cannot load a texture shows the asset untextured or not at all; a bundle must be complete to be portable.",
+        fix: "Put the named files next to the .gltf (or into the zip at the paths the URIs give), fix misspelt names, or pack the asset as a GLB.",
+        measured: &[
+            ("references", "URIs in buffers and images"),
+            ("external", "of those, external files (not data: URIs)"),
+            ("resolved", "URIs that resolved"),
+            ("unresolved", "URIs that did not"),
+            ("missing", "per unresolved URI (at most 100): pointer, uri, reason"),
+        ],
+        threshold: &[("max_unresolved", "always 0")],
+        run: spec::references,
+    },
+    CheckDef {
+        id: "SPEC-004",
+        name: "File size vs budget",
+        category: "spec",
+        severity: Severity::Error,
+        params: &["max_file_bytes"],
+        what: "Measures the asset as a viewer downloads it: the GLB, or the .gltf plus every external file it references that resolved (a zip bundle counts its members uncompressed, not the zip).",
+        why: "Download size is load time on the web and in AR quick-look viewers; platforms cap it.",
+        fix: "Compress geometry (Draco or meshopt), compress textures (KTX2, WebP, smaller JPEGs), and remove unused data (gltf-transform prune).",
+        measured: &[
+            ("bytes", "asset size as delivered, in bytes"),
+            ("input_bytes", "size of the input as given (the zip itself for a bundle)"),
+        ],
+        threshold: &[("max_file_bytes", "budget in bytes")],
+        run: spec::file_size,
+    },
+    CheckDef {
+        id: "UV-001",
+        name: "Missing UVs on textured mesh",
+        category: "uv",
+        severity: Severity::Error,
+        params: &[],
+        what: "For every primitive drawn, finds each texture its material samples (core and extension texture slots, honouring KHR_texture_transform's texCoord) and checks the primitive has the TEXCOORD_n set the slot reads.",
+        why: "Without the UV set a texture samples one texel everywhere: the surface renders flat or black.",
+        fix: "Unwrap the mesh (or export its UV map) so it carries the TEXCOORD sets its material reads, or remove the texture from the material.",
+        measured: &[
+            ("textured_primitives", "drawn primitives whose material samples a texture"),
+            ("primitives_missing_uvs", "of those, primitives lacking a UV set their material reads"),
+            ("missing", "per case (at most 100): pointer, material, tex_coord"),
+            LOC,
+            LOC_TOTAL,
+        ],
+        threshold: &[("max_primitives_missing_uvs", "always 0")],
+        run: uv::missing_uvs,
+    },
+    CheckDef {
+        id: "XFM-001",
+        name: "Real-world scale",
+        category: "transform",
+        severity: Severity::Warning,
+        params: &["min_extent", "max_extent"],
+        what: "Computes the world-space bounding box of everything the default scene draws (real vertex positions through every node transform and GPU instance; skinned meshes in their default pose) and compares its largest side, in metres, with min_extent and max_extent.",
+        why: "glTF units are metres; an asset exported in centimetres is 100 times too large in AR and in scenes that mix assets.",
+        fix: "Apply the unit conversion at export (Blender: Unit Scale; 3ds Max/Maya: export in metres) or scale the root node.",
+        measured: &[
+            ("largest_extent_m", "the largest side of the world bounding box, in metres"),
+            ("extent_m", "the box's sides [x, y, z] in metres"),
+            ("bounds_min", "minimum corner [x, y, z]"),
+            ("bounds_max", "maximum corner [x, y, z]"),
+        ],
+        threshold: &[
+            ("min_extent", "smallest plausible largest side, metres"),
+            ("max_extent", "largest plausible largest side, metres"),
+        ],
+        run: xfm::real_world_scale,
+    },
+    CheckDef {
+        id: "XFM-002",
+        name: "Origin / pivot placement",
+        category: "transform",
+        severity: Severity::Warning,
+        params: &["max_origin_offset_pct"],
+        what: "Measures the distance from the scene origin to the world bounding box's bottom centre and to its centre, each as a percentage of the box's diagonal; passes when either is within max_origin_offset_pct.",
+        why: "Viewers and AR placement put the origin on the floor or at the centre; an off-origin asset floats, sinks or orbits off-screen.",
+        fix: "Move the geometry so the origin sits at its bottom centre (products on a floor) or its centre, and apply the transform before export.",
+        measured: &[
+            ("bottom_center_offset_pct", "distance origin to bottom centre, % of the diagonal"),
+            ("center_offset_pct", "distance origin to centre, % of the diagonal"),
+            ("bottom_center", "bottom centre [x, y, z]"),
+            ("center", "centre [x, y, z]"),
+            ("diagonal_m", "the bounding box diagonal in metres"),
+        ],
+        threshold: &[("max_origin_offset_pct", "largest allowed offset, % of the diagonal")],
+        run: xfm::origin_placement,
+    },
+    CheckDef {
+        id: "XFM-003",
+        name: "Non-uniform node scale",
+        category: "transform",
+        severity: Severity::Warning,
+        params: &["max_scale_ratio"],
+        what: "For every node on a path from a scene root to a mesh, and every EXT_mesh_gpu_instancing instance, takes the local transform's scale (the matrix's column lengths) and flags a ratio of largest to smallest axis over max_scale_ratio, a mirroring (negative determinant) transform, or a zero scale. A scale such as (-1, -1, 1) is a rotation, not a mirror, and is not flagged as negative.",
+        why: "Non-uniform scale shears normals and breaks physics and instancing; a mirroring scale flips triangle winding, so back-face culling hides the wrong side in viewers that ignore the determinant.",
+        fix: "Apply scale to the mesh data (Blender: Apply > Scale) and keep node scales uniform and positive.",
+        measured: &[
+            ("nodes_checked", "nodes on paths to meshes"),
+            ("instances_checked", "GPU instances checked"),
+            ("non_uniform", "nodes and instances whose scale ratio exceeds the threshold"),
+            ("negative_scale", "nodes and instances whose transform mirrors"),
+            ("zero_scale", "nodes and instances with a zero scale axis"),
+            ("worst_scale_ratio", "largest scale ratio seen (1 = uniform)"),
+            LOC,
+            LOC_TOTAL,
+        ],
+        threshold: &[("max_scale_ratio", "largest allowed axis ratio")],
+        run: xfm::node_scale,
+    },
+];
+
+/// The check with this ID.
+pub fn find(id: &str) -> Option<&'static CheckDef> {
+    CATALOG.iter().find(|c| c.id == id)
+}
+
+/// Every ID, in catalog order.
+pub fn ids() -> Vec<&'static str> {
+    CATALOG.iter().map(|c| c.id).collect()
+}
+
+/// The IDs a selector names: a check ID, a family prefix (`PERF`) or a
+/// category name (`performance`), case-insensitive.
+pub fn select(selector: &str) -> Option<Vec<&'static str>> {
+    let s = selector.trim().to_ascii_uppercase();
+    if let Some(c) = CATALOG.iter().find(|c| c.id == s) {
+        return Some(vec![c.id]);
+    }
+    let prefix =
+        FAMILIES.iter().find(|(p, cat)| *p == s || cat.eq_ignore_ascii_case(selector.trim())).map(|(p, _)| *p)?;
+    let ids: Vec<_> = CATALOG.iter().filter(|c| c.id.split('-').next() == Some(prefix)).map(|c| c.id).collect();
+    if ids.is_empty() { None } else { Some(ids) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::profile::{BUILTIN_NAMES, PARAMS, Profile};
+
+    #[test]
+    fn catalog_rules() {
+        let mut prev = "";
+        for c in CATALOG {
+            assert!(c.id > prev, "{} is out of order", c.id);
+            prev = c.id;
+            let (fam, num) = c.id.split_once('-').expect("FAMILY-NNN");
+            assert!(num.len() == 3 && num.bytes().all(|b| b.is_ascii_digit()), "{}", c.id);
+            let (_, cat) = FAMILIES.iter().find(|(p, _)| *p == fam).expect("known family");
+            assert_eq!(*cat, c.category, "{} category", c.id);
+            for p in c.params {
+                assert!(PARAMS.iter().any(|d| d.key == *p), "{} names unknown parameter {p}", c.id);
+                for name in BUILTIN_NAMES {
+                    assert!(Profile::builtin(name).unwrap().get(p).is_finite());
+                }
+            }
+            if fam == "TOP" {
+                assert_eq!(c.severity, Severity::Info);
+            }
+            assert!(!c.what.is_empty() && !c.why.is_empty() && !c.fix.is_empty() && !c.measured.is_empty());
+        }
+    }
+
+    #[test]
+    fn selectors() {
+        assert_eq!(select("perf").unwrap(), vec!["PERF-001", "PERF-002", "PERF-003"]);
+        assert_eq!(select("performance").unwrap().len(), 3);
+        assert_eq!(select("uv-001").unwrap(), vec!["UV-001"]);
+        assert!(select("GEO-999").is_none());
+        assert!(select("nonsense").is_none());
+    }
+}

@@ -1,0 +1,246 @@
+//! The command line: clap definitions and dispatch. `main.rs` only calls [`main`].
+//!
+//! Subcommands live one per file; output formats (table, JSON, JUnit) live
+//! in `output.rs`, the generated files (completions, man pages, schemas,
+//! docs/checks.md) in `generate.rs`.
+
+pub mod catalog_cmd;
+pub mod generate;
+pub mod output;
+pub mod validate;
+
+use crate::error::Error;
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use std::io::IsTerminal;
+use std::path::PathBuf;
+
+/// meshcheck validates glTF 2.0 assets (GLB, .gltf with its resources, or a
+/// .zip bundle) and writes a machine-readable report card: per-check status
+/// with measured and threshold values, and a pass/warn/fail verdict.
+#[derive(Debug, Parser)]
+#[command(name = "meshcheck", version, about, long_about = None, propagate_version = true, max_term_width = 100)]
+pub struct Cli {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Validate assets (files or folders) and print their reports.
+    Validate(ValidateArgs),
+    /// List the check catalog with the thresholds of a profile.
+    Checks(ChecksArgs),
+    /// Show the built-in budget profiles side by side.
+    Profiles(ProfilesArgs),
+    /// Regenerate completions, man pages, schemas and docs/checks.md (for maintainers).
+    #[command(hide = true)]
+    Generate(GenerateArgs),
+}
+
+/// Output formats of `validate`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Format {
+    /// A table per file, with a summary for folder runs (default on a terminal).
+    Table,
+    /// The report JSON, exactly as the service returns it (default otherwise).
+    Json,
+    /// JUnit XML: one testcase per check per file.
+    Junit,
+}
+
+/// Output formats of `checks` and `profiles`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ListFormat {
+    /// A table.
+    Table,
+    /// JSON.
+    Json,
+}
+
+/// Modes, as on the API.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ModeArg {
+    /// Measurements only; RND checks are skipped.
+    #[value(name = "checks_only")]
+    ChecksOnly,
+    /// Measurements plus the renderer.
+    #[value(name = "full")]
+    Full,
+}
+
+/// `--fail-on` levels.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum FailOn {
+    /// Exit 1 when a report's verdict is fail (the default).
+    Fail,
+    /// Exit 1 when a report's verdict is warn or fail.
+    Warn,
+}
+
+/// Arguments of `meshcheck validate`.
+#[derive(Debug, Args)]
+pub struct ValidateArgs {
+    /// Files (.glb, .gltf, .zip; the format is sniffed from the bytes) or
+    /// folders (walked recursively for .glb, .gltf and .zip). `-` reads
+    /// standard input.
+    #[arg(required = true, value_name = "PATH")]
+    pub paths: Vec<PathBuf>,
+    /// Output format [default: table on a terminal, json otherwise].
+    #[arg(long, value_enum)]
+    pub format: Option<Format>,
+    /// Also write one NAME.report.json per input into DIR (mirroring subfolders).
+    #[arg(long, value_name = "DIR")]
+    pub output_dir: Option<PathBuf>,
+    /// Budget profile: web, mobile, pc, hero, or a path to a .toml file.
+    #[arg(long, default_value = "web", value_name = "NAME|FILE.toml")]
+    pub profile: String,
+    /// Replace one budget (repeatable): max_tris, max_verts, max_texture_dim,
+    /// max_texture_mem, max_materials, max_draw_calls, max_file_bytes,
+    /// min_extent, max_extent.
+    #[arg(long = "override", value_name = "KEY=VALUE")]
+    pub overrides: Vec<String>,
+    /// Weld tolerance for geometry checks, in metres [default: the profile's, 1e-5].
+    #[arg(long, value_name = "METRES")]
+    pub weld_tolerance: Option<f64>,
+    /// Run only these checks or families (IDs such as PERF-001, or PERF, or performance).
+    #[arg(long, value_delimiter = ',', value_name = "ID|FAMILY,...")]
+    pub only: Vec<String>,
+    /// Skip these checks or families; they report `skipped` ("not selected").
+    #[arg(long, value_delimiter = ',', value_name = "ID|FAMILY,...")]
+    pub skip: Vec<String>,
+    /// Exit 1 on this verdict or worse.
+    #[arg(long, value_enum, default_value = "fail", value_name = "LEVEL")]
+    pub fail_on: FailOn,
+    /// checks_only, or full (needs the renderer).
+    #[arg(long, value_enum, default_value = "checks_only")]
+    pub mode: ModeArg,
+    /// Files validated in parallel [default: all cores].
+    #[arg(short = 'j', long, value_name = "N")]
+    pub jobs: Option<usize>,
+}
+
+/// Arguments of `meshcheck checks`.
+#[derive(Debug, Args)]
+pub struct ChecksArgs {
+    /// Show thresholds under this profile (a name or a .toml path).
+    #[arg(long, default_value = "web", value_name = "NAME|FILE.toml")]
+    pub profile: String,
+    /// Output format [default: table on a terminal, json otherwise].
+    #[arg(long, value_enum)]
+    pub format: Option<ListFormat>,
+}
+
+/// Arguments of `meshcheck profiles`.
+#[derive(Debug, Args)]
+pub struct ProfilesArgs {
+    /// Output format [default: table on a terminal, json otherwise].
+    #[arg(long, value_enum)]
+    pub format: Option<ListFormat>,
+}
+
+/// Arguments of the hidden `meshcheck generate`.
+#[derive(Debug, Args)]
+pub struct GenerateArgs {
+    /// The repository root to write into.
+    #[arg(long, default_value = ".")]
+    pub dir: PathBuf,
+}
+
+/// Whether colour is wanted on a stream (a terminal, and NO_COLOR unset or empty).
+pub fn colour_on(terminal: bool) -> bool {
+    terminal && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+}
+
+/// A miette diagnostic built from an engine error.
+#[derive(Debug)]
+pub struct Diagnostic {
+    code: String,
+    text: String,
+    help: Option<String>,
+}
+
+impl Diagnostic {
+    /// From an error, naming the file it concerns.
+    pub fn new(err: &Error, file: Option<&str>) -> Diagnostic {
+        let text = match file {
+            Some(f) => format!("{f}: {}", err.message),
+            None => err.message.clone(),
+        };
+        let help = err.help.clone().or_else(|| default_help(err));
+        Diagnostic { code: err.code.as_str().to_string(), text, help }
+    }
+}
+
+fn default_help(err: &Error) -> Option<String> {
+    use crate::error::ErrorCode::*;
+    Some(
+        match err.code {
+            MalformedGltf => "the file is damaged or was written by a broken exporter; re-export it, or run the Khronos glTF-Validator for the details",
+            BundleIncomplete => "add the missing files to the bundle (or next to the .gltf) at the paths its URIs give",
+            UnsupportedFormat => "meshcheck reads .glb, .gltf (with its resources) and .zip bundles",
+            BadRequest => "see `meshcheck validate --help`",
+            _ => return None,
+        }
+        .to_string(),
+    )
+}
+
+impl std::fmt::Display for Diagnostic {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.text)
+    }
+}
+
+impl std::error::Error for Diagnostic {}
+
+impl miette::Diagnostic for Diagnostic {
+    fn code<'a>(&'a self) -> Option<Box<dyn std::fmt::Display + 'a>> {
+        Some(Box::new(&self.code))
+    }
+    fn help<'a>(&'a self) -> Option<Box<dyn std::fmt::Display + 'a>> {
+        self.help.as_ref().map(|h| Box::new(h) as Box<dyn std::fmt::Display>)
+    }
+}
+
+/// Prints an error on standard error through miette.
+pub fn print_error(err: &Error, file: Option<&str>) {
+    let diag = Diagnostic::new(err, file);
+    let theme = if colour_on(std::io::stderr().is_terminal()) {
+        miette::GraphicalTheme::unicode()
+    } else {
+        miette::GraphicalTheme::unicode_nocolor()
+    };
+    let mut out = String::new();
+    let handler = miette::GraphicalReportHandler::new_themed(theme).with_width(100);
+    if handler.render_report(&mut out, &diag).is_err() {
+        out = format!("error[{}]: {}\n", diag.code, diag.text);
+    }
+    eprint!("{out}");
+}
+
+/// Runs the CLI and returns the process exit code.
+pub fn main() -> i32 {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            let code = if e.use_stderr() { 2 } else { 0 };
+            let _ = e.print();
+            return code;
+        }
+    };
+    let result = match cli.command {
+        Command::Validate(args) => validate::run(args),
+        Command::Checks(args) => catalog_cmd::checks(args),
+        Command::Profiles(args) => catalog_cmd::profiles(args),
+        Command::Generate(args) => generate::write_all(&args.dir).map(|_| 0),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            print_error(&e, None);
+            e.code.exit_code()
+        }
+    }
+}

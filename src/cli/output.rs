@@ -1,0 +1,280 @@
+//! Presentation of reports: JSON (exactly the service's), JUnit XML and the
+//! terminal table. Reports are data; nothing here changes them.
+
+use super::validate::Job;
+use crate::error::Result;
+use crate::report::{Report, Status, Verdict};
+use comfy_table::{Cell, Color, ContentArrangement, Table, presets::UTF8_FULL_CONDENSED};
+use std::io::Write;
+use std::path::Path;
+
+/// One input's result.
+pub struct Outcome {
+    /// What was validated.
+    pub job: Job,
+    /// The report, or why there is none.
+    pub result: crate::error::Result<Report>,
+}
+
+/// Writes to standard output, ignoring a closed pipe (`| head`).
+pub fn emit(text: &str) {
+    let mut out = std::io::stdout().lock();
+    let _ = out.write_all(text.as_bytes());
+    let _ = out.flush();
+}
+
+fn error_value(o: &Outcome, with_file: bool) -> serde_json::Value {
+    let Err(e) = &o.result else { unreachable!("error_value on a report") };
+    let mut v = e.envelope();
+    if with_file && let Some(map) = v.as_object_mut() {
+        map.insert("file".into(), serde_json::Value::String(o.job.display.clone()));
+    }
+    v
+}
+
+/// JSON: the report object (or error envelope) for a single input; an
+/// array in path order for several, where a failed input is
+/// `{"error": {...}, "file": PATH}`.
+pub fn json(outcomes: &[Outcome], single: bool) -> String {
+    let value = |o: &Outcome| match &o.result {
+        Ok(r) => serde_json::to_value(r).expect("a report serialises"),
+        Err(_) => error_value(o, !single),
+    };
+    let v = if single { value(&outcomes[0]) } else { serde_json::Value::Array(outcomes.iter().map(value).collect()) };
+    let mut s = serde_json::to_string_pretty(&v).expect("JSON serialises");
+    s.push('\n');
+    s
+}
+
+/// Writes one `NAME.report.json` per input under `dir`.
+pub fn write_reports(dir: &Path, outcomes: &[Outcome]) -> Result<()> {
+    let fail =
+        |e: std::io::Error, p: &Path| crate::error::Error::bad_request(format!("cannot write {}: {e}", p.display()));
+    for o in outcomes {
+        let mut name = o.job.out_name.clone().into_os_string();
+        name.push(".report.json");
+        let path = dir.join(name);
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent).map_err(|e| fail(e, parent))?;
+        }
+        let text = match &o.result {
+            Ok(r) => r.to_json_pretty(),
+            Err(_) => format!("{}\n", serde_json::to_string_pretty(&error_value(o, false)).expect("JSON serialises")),
+        };
+        std::fs::write(&path, text).map_err(|e| fail(e, &path))?;
+    }
+    Ok(())
+}
+
+fn xml_escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for ch in s.chars() {
+        match ch {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&apos;"),
+            c if (c as u32) < 0x20 && c != '\n' && c != '\t' => {}
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// JUnit XML: a testsuite per file, a testcase per check. Fail is a
+/// `<failure>`, warn passes with the message in `<system-out>`, skipped is
+/// `<skipped>`; a file that cannot be validated is one testcase with `<error>`.
+pub fn junit(outcomes: &[Outcome]) -> String {
+    let mut s = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"meshcheck\">\n");
+    for o in outcomes {
+        let name = xml_escape(&o.job.display);
+        match &o.result {
+            Ok(r) => {
+                let failures = r.checks.iter().filter(|c| c.status == Status::Fail).count();
+                let skipped = r.checks.iter().filter(|c| c.status == Status::Skipped).count();
+                s.push_str(&format!(
+                    "  <testsuite name=\"{name}\" tests=\"{}\" failures=\"{failures}\" errors=\"0\" skipped=\"{skipped}\">\n",
+                    r.checks.len()
+                ));
+                for c in &r.checks {
+                    s.push_str(&format!(
+                        "    <testcase classname=\"{name}\" name=\"{} {}\">",
+                        xml_escape(&c.id),
+                        xml_escape(&c.name)
+                    ));
+                    let msg = xml_escape(&c.message);
+                    match c.status {
+                        Status::Fail => s.push_str(&format!(
+                            "<failure message=\"{msg}\" type=\"{}\">{}</failure>",
+                            c.severity.as_str(),
+                            xml_escape(&serde_json::Value::Object(c.measured.clone()).to_string())
+                        )),
+                        Status::Warn => s.push_str(&format!("<system-out>WARN: {msg}</system-out>")),
+                        Status::Skipped => s.push_str(&format!("<skipped message=\"{msg}\"/>")),
+                        Status::Pass => {}
+                    }
+                    s.push_str("</testcase>\n");
+                }
+                s.push_str("  </testsuite>\n");
+            }
+            Err(e) => {
+                s.push_str(&format!(
+                    "  <testsuite name=\"{name}\" tests=\"1\" failures=\"0\" errors=\"1\" skipped=\"0\">\n"
+                ));
+                s.push_str(&format!(
+                    "    <testcase classname=\"{name}\" name=\"load\"><error message=\"{}\" type=\"{}\"/></testcase>\n",
+                    xml_escape(&e.message),
+                    e.code.as_str()
+                ));
+                s.push_str("  </testsuite>\n");
+            }
+        }
+    }
+    s.push_str("</testsuites>\n");
+    s
+}
+
+fn status_cell(status: Status, colour: bool) -> Cell {
+    let cell = Cell::new(status.as_str().to_uppercase());
+    if !colour {
+        return cell;
+    }
+    cell.fg(match status {
+        Status::Pass => Color::Green,
+        Status::Warn => Color::Yellow,
+        Status::Fail => Color::Red,
+        Status::Skipped => Color::DarkGrey,
+    })
+}
+
+fn verdict_text(v: Verdict, colour: bool) -> String {
+    let word = v.as_str().to_uppercase();
+    if !colour {
+        return word;
+    }
+    let code = match v {
+        Verdict::Pass => 32,
+        Verdict::Warn => 33,
+        Verdict::Fail => 31,
+    };
+    format!("\x1b[1;{code}m{word}\x1b[0m")
+}
+
+fn new_table(colour: bool) -> Table {
+    let mut t = Table::new();
+    t.load_style(UTF8_FULL_CONDENSED).set_content_arrangement(ContentArrangement::Dynamic);
+    if !colour {
+        t.force_no_tty();
+    }
+    t
+}
+
+/// The terminal table: one table per file (a row per check: status, and the
+/// message that states measured against threshold), then for several files
+/// a summary of every file and the list of those that failed.
+pub fn table(outcomes: &[Outcome], colour: bool) -> String {
+    let mut s = String::new();
+    for o in outcomes {
+        match &o.result {
+            Ok(r) => {
+                s.push_str(&format!(
+                    "{}  {}  ({} profile; {} errors, {} warnings, {} skipped)\n",
+                    o.job.display,
+                    verdict_text(r.verdict, colour),
+                    r.profile.name,
+                    r.summary.errors,
+                    r.summary.warnings,
+                    r.summary.skipped
+                ));
+                let mut t = new_table(colour);
+                t.set_header(vec!["Check", "Name", "Severity", "Status", "Measured vs threshold"]);
+                for c in &r.checks {
+                    t.add_row(vec![
+                        Cell::new(&c.id),
+                        Cell::new(&c.name),
+                        Cell::new(c.severity.as_str()),
+                        status_cell(c.status, colour),
+                        Cell::new(&c.message),
+                    ]);
+                }
+                s.push_str(&t.to_string());
+                s.push_str("\n\n");
+            }
+            Err(e) => s.push_str(&format!(
+                "{}  {}  {}: {}\n\n",
+                o.job.display,
+                if colour { "\x1b[1;31mERROR\x1b[0m" } else { "ERROR" },
+                e.code,
+                e.message
+            )),
+        }
+    }
+    if outcomes.len() > 1 {
+        let mut t = new_table(colour);
+        t.set_header(vec!["File", "Verdict", "Errors", "Warnings", "Failing checks"]);
+        let mut failed = Vec::new();
+        let (mut pass, mut warn, mut fail, mut bad) = (0, 0, 0, 0);
+        for o in outcomes {
+            match &o.result {
+                Ok(r) => {
+                    match r.verdict {
+                        Verdict::Pass => pass += 1,
+                        Verdict::Warn => warn += 1,
+                        Verdict::Fail => {
+                            fail += 1;
+                            failed.push(o.job.display.clone());
+                        }
+                    }
+                    let failing: Vec<&str> = r
+                        .checks
+                        .iter()
+                        .filter(|c| matches!(c.status, Status::Fail | Status::Warn))
+                        .map(|c| c.id.as_str())
+                        .collect();
+                    let vcell = Cell::new(r.verdict.as_str().to_uppercase());
+                    let vcell = if colour {
+                        vcell.fg(match r.verdict {
+                            Verdict::Pass => Color::Green,
+                            Verdict::Warn => Color::Yellow,
+                            Verdict::Fail => Color::Red,
+                        })
+                    } else {
+                        vcell
+                    };
+                    t.add_row(vec![
+                        Cell::new(&o.job.display),
+                        vcell,
+                        Cell::new(r.summary.errors),
+                        Cell::new(r.summary.warnings),
+                        Cell::new(failing.join(", ")),
+                    ]);
+                }
+                Err(e) => {
+                    bad += 1;
+                    failed.push(o.job.display.clone());
+                    t.add_row(vec![
+                        Cell::new(&o.job.display),
+                        Cell::new("ERROR"),
+                        Cell::new("-"),
+                        Cell::new("-"),
+                        Cell::new(e.code.as_str()),
+                    ]);
+                }
+            }
+        }
+        s.push_str("Summary\n");
+        s.push_str(&t.to_string());
+        s.push_str(&format!(
+            "\n{} files: {pass} pass, {warn} warn, {fail} fail, {bad} could not be validated\n",
+            outcomes.len()
+        ));
+        if !failed.is_empty() {
+            s.push_str("Failed:\n");
+            for f in failed {
+                s.push_str(&format!("  {f}\n"));
+            }
+        }
+    }
+    s
+}

@@ -1,0 +1,189 @@
+//! `meshcheck validate`: gather inputs, validate them in parallel, print.
+//!
+//! Folders are walked recursively for .glb, .gltf and .zip files and sorted
+//! by path, so output order never depends on scheduling; `-j N` sets the
+//! number of files validated at once (all cores by default).
+
+use super::output::{self, Outcome};
+use super::{FailOn, Format, ModeArg, ValidateArgs};
+use crate::asset::Input;
+use crate::engine::{self, Options, Selection};
+use crate::error::{Error, Result};
+use crate::profile::Profile;
+use crate::report::{Mode, Verdict};
+use rayon::prelude::*;
+use std::io::{IsTerminal, Read};
+use std::path::{Path, PathBuf};
+
+/// One thing to validate: a display path, where it is, and the output-dir name.
+#[derive(Debug, Clone)]
+pub struct Job {
+    /// Path as shown to the user.
+    pub display: String,
+    /// `None` for standard input.
+    pub path: Option<PathBuf>,
+    /// Relative name for `--output-dir`.
+    pub out_name: PathBuf,
+}
+
+const EXTENSIONS: &[&str] = &["glb", "gltf", "zip"];
+
+fn has_asset_extension(p: &Path) -> bool {
+    p.extension().and_then(|e| e.to_str()).is_some_and(|e| EXTENSIONS.iter().any(|x| x.eq_ignore_ascii_case(e)))
+}
+
+/// Expands the command line's paths into jobs, sorted by path; a folder
+/// contributes its .glb, .gltf and .zip files. Returns whether any path was a folder.
+pub fn collect(paths: &[PathBuf]) -> Result<(Vec<Job>, bool)> {
+    let mut jobs = Vec::new();
+    let mut folder = false;
+    for p in paths {
+        if p.as_os_str() == "-" {
+            jobs.push(Job { display: "-".into(), path: None, out_name: PathBuf::from("stdin") });
+            continue;
+        }
+        let meta = std::fs::metadata(p).map_err(|e| Error::bad_request(format!("cannot read {}: {e}", p.display())))?;
+        if meta.is_dir() {
+            folder = true;
+            let mut found = Vec::new();
+            walk(p, &mut found)?;
+            found.sort();
+            for f in found {
+                let rel = f.strip_prefix(p).unwrap_or(&f).to_path_buf();
+                jobs.push(Job { display: f.display().to_string(), path: Some(f), out_name: rel });
+            }
+        } else {
+            let name = p.file_name().map(PathBuf::from).unwrap_or_else(|| p.clone());
+            jobs.push(Job { display: p.display().to_string(), path: Some(p.clone()), out_name: name });
+        }
+    }
+    jobs.sort_by(|a, b| a.display.cmp(&b.display));
+    jobs.dedup_by(|a, b| a.display == b.display);
+    Ok((jobs, folder))
+}
+
+fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        let entries = std::fs::read_dir(&d)
+            .map_err(|e| Error::bad_request(format!("cannot read folder {}: {e}", d.display())))?;
+        for entry in entries.flatten() {
+            let Ok(kind) = entry.file_type() else { continue };
+            let path = entry.path();
+            if kind.is_dir() {
+                stack.push(path);
+            } else if kind.is_file() && has_asset_extension(&path) {
+                out.push(path);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Builds engine options from the flags.
+pub fn options(args: &ValidateArgs) -> Result<Options> {
+    let mut profile = Profile::load(&args.profile)?;
+    for o in &args.overrides {
+        profile.apply_override_str(o)?;
+    }
+    if let Some(w) = args.weld_tolerance {
+        profile.set_weld_tolerance(w)?;
+    }
+    let selection = Selection::parse(&args.only, &args.skip)?;
+    let mode = match args.mode {
+        ModeArg::ChecksOnly => Mode::ChecksOnly,
+        ModeArg::Full => Mode::Full,
+    };
+    Ok(Options { profile, mode, selection })
+}
+
+fn read_input(job: &Job) -> Result<Input> {
+    match &job.path {
+        Some(p) => Input::from_path(p).map_err(|e| Error::bad_request(format!("cannot read {}: {e}", p.display()))),
+        None => {
+            let mut bytes = Vec::new();
+            std::io::stdin()
+                .lock()
+                .read_to_end(&mut bytes)
+                .map_err(|e| Error::bad_request(format!("cannot read standard input: {e}")))?;
+            let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
+            Ok(Input { filename: "-".into(), bytes, resolver: Box::new(crate::asset::bundle::DirResolver::new(cwd)) })
+        }
+    }
+}
+
+/// Validates one job.
+pub fn validate_job(job: &Job, opts: &Options) -> Outcome {
+    let result = read_input(job).and_then(|input| engine::validate(input, opts));
+    Outcome { job: job.clone(), result }
+}
+
+/// The exit code for one outcome.
+pub fn exit_code(outcome: &Outcome, fail_on: FailOn) -> i32 {
+    match &outcome.result {
+        Ok(r) => match (r.verdict, fail_on) {
+            (Verdict::Fail, _) | (Verdict::Warn, FailOn::Warn) => 1,
+            _ => 0,
+        },
+        Err(e) => e.code.exit_code(),
+    }
+}
+
+/// Runs `meshcheck validate`.
+pub fn run(args: ValidateArgs) -> Result<i32> {
+    let opts = options(&args)?;
+    let (jobs, folder) = collect(&args.paths)?;
+    if jobs.is_empty() {
+        return Err(Error::bad_request("no .glb, .gltf or .zip files were found under the given paths"));
+    }
+    if jobs.iter().filter(|j| j.path.is_none()).count() > 1 {
+        return Err(Error::bad_request("`-` (standard input) may be given once"));
+    }
+    let stdout_tty = std::io::stdout().is_terminal();
+    let format = args.format.unwrap_or(if stdout_tty { Format::Table } else { Format::Json });
+    let threads = args.jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())).max(1);
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .build()
+        .map_err(|e| Error::new(crate::error::ErrorCode::Internal, format!("cannot start worker threads: {e}")))?;
+    let show_progress = jobs.len() > 1 && std::io::stderr().is_terminal();
+    let bar = show_progress.then(|| {
+        let bar = indicatif::ProgressBar::new(jobs.len() as u64);
+        bar.set_style(
+            indicatif::ProgressStyle::with_template("{spinner} [{elapsed_precise}] {bar:40} {pos}/{len} {wide_msg}")
+                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+        );
+        bar
+    });
+    let outcomes: Vec<Outcome> = pool.install(|| {
+        jobs.par_iter()
+            .map(|job| {
+                let o = validate_job(job, &opts);
+                if let Some(b) = &bar {
+                    b.set_message(job.display.clone());
+                    b.inc(1);
+                }
+                o
+            })
+            .collect()
+    });
+    if let Some(b) = bar {
+        b.finish_and_clear();
+    }
+    for o in &outcomes {
+        if let Err(e) = &o.result {
+            super::print_error(e, Some(&o.job.display));
+        }
+    }
+    if let Some(dir) = &args.output_dir {
+        output::write_reports(dir, &outcomes)?;
+    }
+    let single = outcomes.len() == 1 && !folder;
+    let text = match format {
+        Format::Json => output::json(&outcomes, single),
+        Format::Junit => output::junit(&outcomes),
+        Format::Table => output::table(&outcomes, super::colour_on(stdout_tty)),
+    };
+    output::emit(&text);
+    Ok(outcomes.iter().map(|o| exit_code(o, args.fail_on)).max().unwrap_or(0))
+}

@@ -1,0 +1,196 @@
+//! The engine: bytes plus options in, a [`Report`] (or a typed error) out.
+//!
+//! Neither the CLI nor the service adds anything to a report: both call
+//! [`validate`]. Checks run in catalog order; one that panics is caught and
+//! reported `skipped` with the reason, never taking the report down.
+
+use crate::asset::{self, Asset, Input};
+use crate::checks::catalog::{self, CATALOG, CheckDef};
+use crate::checks::{CheckOutput, Ctx, Outcome};
+use crate::error::{Error, ErrorCode, Result};
+use crate::profile::Profile;
+use crate::report::{self, CheckResult, EngineInfo, Mode, ProfileInfo, Report, Severity, Stats, Status};
+use serde_json::{Map, Value};
+use std::collections::BTreeSet;
+
+/// Which checks run.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Selection {
+    /// When set, only these IDs run.
+    pub only: Option<BTreeSet<&'static str>>,
+    /// These IDs do not run.
+    pub skip: BTreeSet<&'static str>,
+}
+
+impl Selection {
+    /// Parses `--only` and `--skip` lists of IDs, family prefixes or category names.
+    pub fn parse(only: &[String], skip: &[String]) -> Result<Selection> {
+        let resolve = |items: &[String]| -> Result<BTreeSet<&'static str>> {
+            let mut out = BTreeSet::new();
+            for item in items.iter().flat_map(|s| s.split(',')).map(str::trim).filter(|s| !s.is_empty()) {
+                let ids = catalog::select(item).ok_or_else(|| {
+                    let fams: Vec<&str> = catalog::FAMILIES
+                        .iter()
+                        .map(|f| f.0)
+                        .filter(|p| CATALOG.iter().any(|c| c.id.starts_with(&format!("{p}-"))))
+                        .collect();
+                    Error::bad_request(format!(
+                        "unknown check or family `{item}`; valid checks: {}; families: {}",
+                        catalog::ids().join(", "),
+                        fams.join(", ")
+                    ))
+                })?;
+                out.extend(ids);
+            }
+            Ok(out)
+        };
+        let only = if only.is_empty() { None } else { Some(resolve(only)?) };
+        Ok(Selection { only, skip: resolve(skip)? })
+    }
+
+    /// Whether `id` runs.
+    pub fn runs(&self, id: &str) -> bool {
+        self.only.as_ref().is_none_or(|o| o.contains(id)) && !self.skip.contains(id)
+    }
+}
+
+/// Everything besides the bytes that decides a report.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Budgets (after overrides and weld tolerance).
+    pub profile: Profile,
+    /// checks_only or full.
+    pub mode: Mode,
+    /// Which checks run.
+    pub selection: Selection,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options { profile: Profile::default_profile(), mode: Mode::ChecksOnly, selection: Selection::default() }
+    }
+}
+
+/// Engine name and version as written into reports.
+pub fn engine_info() -> EngineInfo {
+    EngineInfo { name: "meshcheck".into(), version: env!("CARGO_PKG_VERSION").into() }
+}
+
+/// Validates one input.
+pub fn validate(input: Input, opts: &Options) -> Result<Report> {
+    if opts.mode == Mode::Full {
+        return Err(Error::new(
+            ErrorCode::RenderFailed,
+            "full mode needs the renderer, which this build of meshcheck does not include yet",
+        )
+        .with_help("run with --mode checks_only (the default)"));
+    }
+    let asset = asset::load(input)?;
+    Ok(report_for(&asset, opts))
+}
+
+/// Builds the report for a loaded asset.
+pub fn report_for(asset: &Asset, opts: &Options) -> Report {
+    let checks: Vec<CheckResult> = CATALOG.iter().map(|def| run_check(def, asset, opts)).collect();
+    let (verdict, summary) = report::rollup(&checks);
+    Report {
+        schema_version: report::SCHEMA_VERSION.into(),
+        report_id: None,
+        created_at: now_rfc3339(),
+        expires_at: None,
+        input: asset.info.clone(),
+        profile: ProfileInfo {
+            name: opts.profile.name.clone(),
+            thresholds: opts.profile.thresholds_json(),
+            overrides: opts.profile.overrides_json(),
+        },
+        mode: opts.mode,
+        engine: engine_info(),
+        validator: None,
+        verdict,
+        summary,
+        stats: stats(asset),
+        checks,
+    }
+}
+
+fn skipped(def: &CheckDef, severity: Severity, reason: &str) -> CheckResult {
+    let mut measured = Map::new();
+    measured.insert("reason".into(), Value::String(reason.into()));
+    CheckResult {
+        id: def.id.into(),
+        name: def.name.into(),
+        category: def.category.into(),
+        severity,
+        status: Status::Skipped,
+        measured,
+        threshold: Map::new(),
+        message: format!("skipped: {reason}"),
+    }
+}
+
+fn run_check(def: &CheckDef, asset: &Asset, opts: &Options) -> CheckResult {
+    let severity = opts.profile.severity_of(def.id, def.severity);
+    if !opts.selection.runs(def.id) {
+        return skipped(def, severity, "not selected");
+    }
+    let cx = Ctx { asset, profile: &opts.profile };
+    let output = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| (def.run)(&cx)));
+    let m = match output {
+        Ok(CheckOutput::Measured(m)) => m,
+        Ok(CheckOutput::Skipped(reason)) => return skipped(def, severity, &reason),
+        Err(panic) => {
+            let what = panic
+                .downcast_ref::<String>()
+                .cloned()
+                .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+                .unwrap_or_default();
+            return skipped(def, severity, &format!("internal error in the check: {what}"));
+        }
+    };
+    let status = match (m.outcome, severity) {
+        (_, Severity::Info) => Status::Pass,
+        (Outcome::Within, _) => Status::Pass,
+        (Outcome::WarnBand, _) => Status::Warn,
+        (Outcome::Breach, Severity::Error) => Status::Fail,
+        (Outcome::Breach, Severity::Warning) => Status::Warn,
+    };
+    CheckResult {
+        id: def.id.into(),
+        name: def.name.into(),
+        category: def.category.into(),
+        severity,
+        status,
+        measured: m.measured,
+        threshold: m.threshold,
+        message: m.message,
+    }
+}
+
+fn stats(asset: &Asset) -> Stats {
+    let scene = &asset.scene;
+    let root = &asset.root;
+    let meshes: BTreeSet<usize> = scene.primitives.iter().map(|p| p.mesh).collect();
+    Stats {
+        nodes: scene.nodes.len() as u64,
+        meshes: meshes.len() as u64,
+        primitives: scene.primitives.len() as u64,
+        instances: scene.instances.len() as u64,
+        triangles: scene.triangles(),
+        vertices: scene.vertices(),
+        draw_calls: scene.draw_calls,
+        materials: root.materials.len() as u64,
+        textures: root.textures.len() as u64,
+        images: root.images.len() as u64,
+        animations: root.animations.len() as u64,
+        skins: root.skins.len() as u64,
+        extensions_used: root.extensions_used.clone(),
+        extensions_required: root.extensions_required.clone(),
+    }
+}
+
+/// The current time in RFC 3339 UTC, to the second.
+pub fn now_rfc3339() -> String {
+    let now = time::OffsetDateTime::now_utc().replace_nanosecond(0).unwrap_or_else(|_| time::OffsetDateTime::now_utc());
+    now.format(&time::format_description::well_known::Rfc3339).unwrap_or_default()
+}

@@ -1,0 +1,5 @@
+//! Pure geometry on plain slices and arrays, with no glTF types: transforms,
+//! bounds, triangle assembly. Checks and the loader build on these.
+
+pub mod mat4;
+pub mod topology;

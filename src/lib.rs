@@ -1,0 +1,22 @@
+//! meshcheck: validates glTF 2.0 assets and writes a machine-readable report card.
+//!
+//! One engine serves every face: the CLI (`meshcheck validate`) and, later,
+//! the HTTP service call [`engine::validate`] with bytes plus options and get
+//! a [`report::Report`] or an [`error::Error`] carrying one of the
+//! specification's error codes.
+//!
+//! - [`asset`] reads GLB, .gltf and zip inputs into a document plus a flattened [`asset::scene::Scene`].
+//! - [`checks`] holds the check catalog and one file per check family.
+//! - [`geom`] holds pure geometry on plain arrays.
+//! - [`report`] and [`profile`] define the report card and the budgets.
+
+pub mod asset;
+pub mod checks;
+pub mod cli;
+pub mod engine;
+pub mod error;
+pub mod geom;
+pub mod profile;
+pub mod report;
+#[doc(hidden)]
+pub mod testkit;
