@@ -1,1 +1,9 @@
-//! Integration tests.
+//! The one integration-test binary (ripgrep's layout): every module below
+//! links into it, so the suite builds once.
+
+mod checks;
+mod cli;
+mod corpus;
+mod generated;
+mod hostile;
+mod util;

@@ -1,0 +1,1 @@
+//! checks tests (in progress).

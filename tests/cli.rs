@@ -1,0 +1,193 @@
+//! The command line as users and CI pipelines meet it: formats, exit codes,
+//! folder runs, selection, profiles and errors.
+
+use crate::util::{self, model, run};
+use meshcheck::testkit::{Doc, cube};
+
+fn json(out: &std::process::Output) -> serde_json::Value {
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("stdout is JSON ({e}): {}", String::from_utf8_lossy(&out.stdout)))
+}
+
+fn path(rel: &str) -> String {
+    model(rel).to_string_lossy().into_owned()
+}
+
+#[test]
+fn single_file_json_is_the_report_object() {
+    let out = run(&["validate", &path("khronos-sample-models/Box.glb")]);
+    assert_eq!(out.status.code(), Some(0));
+    let v = json(&out);
+    assert_eq!(v["schema_version"], "1.1");
+    assert_eq!(v["input"]["format"], "glb");
+    assert_eq!(v["report_id"], serde_json::Value::Null);
+    util::assert_schema_valid(&v);
+    // Field order is DESIGN.md's.
+    let keys: Vec<&str> = v.as_object().unwrap().keys().map(String::as_str).collect();
+    assert_eq!(
+        keys,
+        [
+            "schema_version", "report_id", "created_at", "expires_at", "input", "profile", "mode", "engine", "validator",
+            "verdict", "summary", "stats", "checks"
+        ]
+    );
+    // Not a terminal: nothing on stderr.
+    assert!(out.stderr.is_empty(), "{}", String::from_utf8_lossy(&out.stderr));
+}
+
+#[test]
+fn exit_codes_follow_the_verdict() {
+    // Avocado is over the web file budget: fail, exit 1.
+    let out = run(&["validate", &path("khronos-sample-models/Avocado.zip"), "--format", "json"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(json(&out)["verdict"], "fail");
+    // Fox warns (scale): exit 0, or 1 with --fail-on warn.
+    let fox = path("khronos-sample-models/Fox.glb");
+    assert_eq!(run(&["validate", &fox]).status.code(), Some(0));
+    assert_eq!(run(&["validate", &fox, "--fail-on", "warn"]).status.code(), Some(1));
+    // A bigger budget turns Avocado's fail into a pass.
+    let out = run(&["validate", &path("khronos-sample-models/Avocado.zip"), "--override", "max_file_bytes=20000000"]);
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(json(&out)["profile"]["overrides"]["max_file_bytes"], 20_000_000);
+}
+
+#[test]
+fn usage_errors_exit_2_and_list_valid_values() {
+    let box_glb = path("khronos-sample-models/Box.glb");
+    let out = run(&["validate", &box_glb, "--profile", "console"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("web, mobile, pc, hero"), "{err}");
+    let out = run(&["validate", &box_glb, "--override", "weld_tolerance=1"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("max_tris"));
+    let out = run(&["validate", &box_glb, "--only", "NOPE-001"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("PERF-001"));
+    assert_eq!(run(&["validate", &box_glb, "--override", "max_tris=-5"]).status.code(), Some(2));
+    assert_eq!(run(&["validate", "/nonexistent/file.glb"]).status.code(), Some(2));
+    assert_eq!(run(&["validate"]).status.code(), Some(2));
+    assert_eq!(run(&["validate", &box_glb, "--format", "xml"]).status.code(), Some(2));
+}
+
+#[test]
+fn full_mode_is_an_environment_error_until_the_renderer_exists() {
+    let out = run(&["validate", &path("khronos-sample-models/Box.glb"), "--mode", "full", "--format", "json"]);
+    assert_eq!(out.status.code(), Some(4));
+    assert_eq!(json(&out)["error"]["code"], "RENDER_FAILED");
+}
+
+#[test]
+fn bad_input_exits_3_with_the_error_envelope() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("not-a-model.glb");
+    std::fs::write(&f, b"this is text, not a model").unwrap();
+    let out = run(&["validate", f.to_str().unwrap(), "--format", "json"]);
+    assert_eq!(out.status.code(), Some(3));
+    let v = json(&out);
+    assert_eq!(v["error"]["code"], "UNSUPPORTED_FORMAT");
+    assert!(v["error"]["message"].as_str().unwrap().contains("not a GLB"));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("UNSUPPORTED_FORMAT") && err.contains("not-a-model.glb"), "miette names code and file: {err}");
+}
+
+#[test]
+fn only_and_skip_select_checks() {
+    let out = run(&["validate", &path("khronos-sample-models/Box.glb"), "--only", "perf,XFM-001"]);
+    let v = json(&out);
+    for c in v["checks"].as_array().unwrap() {
+        let id = c["id"].as_str().unwrap();
+        let selected = id.starts_with("PERF-") || id == "XFM-001";
+        assert_eq!(c["status"] == "skipped", !selected, "{id}");
+        if !selected {
+            assert_eq!(c["measured"]["reason"], "not selected");
+        }
+    }
+    let out = run(&["validate", &path("khronos-sample-models/Box.glb"), "--skip", "MAT"]);
+    let v = json(&out);
+    assert_eq!(v["summary"]["skipped"], 3);
+}
+
+#[test]
+fn folder_runs_sort_paths_and_keep_the_worst_exit_code() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("sub")).unwrap();
+    std::fs::write(dir.path().join("b.glb"), Doc::single(cube(1.0)).to_glb()).unwrap();
+    std::fs::write(dir.path().join("sub/a.glb"), Doc::single(cube(1.0)).to_glb()).unwrap();
+    std::fs::write(dir.path().join("broken.glb"), b"glTF\x02\x00\x00\x00\xff\xff\xff\xff").unwrap();
+    std::fs::write(dir.path().join("notes.txt"), b"ignored").unwrap();
+    // A .gltf's own resources are not validated on their own.
+    for (name, bytes) in Doc::single(cube(1.0)).to_gltf_files("model") {
+        std::fs::write(dir.path().join(name), bytes).unwrap();
+    }
+    let out_dir = dir.path().join("reports");
+    let out = run(&["validate", dir.path().to_str().unwrap(), "--format", "json", "--output-dir", out_dir.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(3), "the broken file sets the exit code");
+    let v = json(&out);
+    let arr = v.as_array().unwrap();
+    assert_eq!(arr.len(), 4);
+    assert_eq!(arr[0]["input"]["filename"], "b.glb");
+    assert_eq!(arr[1]["error"]["code"], "MALFORMED_GLTF");
+    assert!(arr[1]["file"].as_str().unwrap().ends_with("broken.glb"));
+    assert_eq!(arr[2]["input"]["filename"], "model.gltf");
+    assert_eq!(arr[3]["input"]["filename"], "a.glb");
+    assert!(out_dir.join("b.glb.report.json").exists());
+    assert!(out_dir.join("sub/a.glb.report.json").exists());
+    assert!(out_dir.join("broken.glb.report.json").exists());
+
+    // The table ends with a summary of every file and the list of failures.
+    let out = run(&["validate", dir.path().to_str().unwrap(), "--format", "table"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("Summary") && text.contains("Failed:") && text.contains("broken.glb"), "{text}");
+    assert!(!text.contains("\x1b["), "no colour when not a terminal");
+}
+
+#[test]
+fn junit_has_a_testcase_per_check() {
+    let out = run(&["validate", &path("khronos-sample-models/Avocado.zip"), "--format", "junit"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.starts_with("<?xml"));
+    let n = meshcheck::checks::catalog::CATALOG.len();
+    assert_eq!(text.matches("<testcase ").count(), n);
+    assert!(text.contains("<failure message=") && text.contains("SPEC-004"));
+}
+
+#[test]
+fn table_shows_each_check_and_the_verdict() {
+    let out = run(&["validate", &path("khronos-sample-models/Box.glb"), "--format", "table"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("PASS") && text.contains("PERF-001") && text.contains("12 triangles drawn"), "{text}");
+}
+
+#[test]
+fn stdin_is_read_with_dash() {
+    let out = util::run_stdin(&["validate", "-", "--format", "json"], &Doc::single(cube(1.0)).to_glb());
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(json(&out)["input"]["filename"], "-");
+}
+
+#[test]
+fn checks_and_profiles_list_the_catalog() {
+    let out = run(&["checks", "--format", "json", "--profile", "mobile"]);
+    let v = json(&out);
+    let perf = v.as_array().unwrap().iter().find(|c| c["id"] == "PERF-001").unwrap();
+    assert_eq!(perf["thresholds"]["max_tris"], 50_000);
+    let out = run(&["profiles", "--format", "json"]);
+    let v = json(&out);
+    assert_eq!(v["hero"]["thresholds"]["max_texture_dim"], 8192);
+    assert_eq!(v["web"]["thresholds"]["max_file_bytes"], 5_242_880);
+    let out = run(&["profiles", "--format", "table"]);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("web (default)"));
+}
+
+#[test]
+fn custom_profile_file_and_weld_tolerance() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("studio.toml");
+    std::fs::write(&p, "name = \"studio\"\nextends = \"pc\"\n[thresholds]\nmax_tris = 10\n").unwrap();
+    let out = run(&["validate", &path("khronos-sample-models/Box.glb"), "--profile", p.to_str().unwrap(), "--weld-tolerance", "0.001"]);
+    assert_eq!(out.status.code(), Some(1), "12 triangles > 10");
+    let v = json(&out);
+    assert_eq!(v["profile"]["name"], "studio");
+    assert_eq!(v["profile"]["thresholds"]["weld_tolerance"], 0.001);
+    assert_eq!(v["profile"]["thresholds"]["max_verts"], 250_000);
+}
