@@ -1,7 +1,7 @@
 //! MAT: texture resolution, GPU texture memory and material count.
 
 use super::uv::texture_slots;
-use super::{CheckOutput, Ctx, MAX_LOCATIONS, Obj, bytes_h, measured, over, thousands};
+use super::{CheckOutput, Ctx, MAX_LOCATIONS, Obj, bytes_h, count, measured, over};
 use crate::asset::ImageRecord;
 use crate::asset::texture::ImageHeader;
 use serde_json::{Value, json};
@@ -106,7 +106,7 @@ pub fn texture_memory(cx: &Ctx<'_>) -> CheckOutput {
         format!(
             "{} of GPU texture memory for {} images, {verdict} the budget of {} ({})",
             bytes_h(total),
-            ok.len(),
+            count(ok.len() as u64, "image", "images"),
             bytes_h(max as u64),
             cx.profile.name
         ),
@@ -116,17 +116,22 @@ pub fn texture_memory(cx: &Ctx<'_>) -> CheckOutput {
 /// MAT-004.
 pub fn material_count(cx: &Ctx<'_>) -> CheckOutput {
     let used = used_materials(cx);
-    let count = used.len() as u64;
+    let n = used.len() as u64;
     let default_used = used.contains(&None);
     let max = cx.profile.get("max_materials");
-    let verdict = if count as f64 > max { "over" } else { "within" };
+    let verdict = if n as f64 > max { "over" } else { "within" };
     measured(
         Obj::new()
-            .int("materials", count)
+            .int("materials", n)
             .int("materials_defined", cx.asset.root.materials.len() as u64)
             .bool("default_material_used", default_used),
         Obj::new().param(cx.profile, "max_materials"),
-        over(count as f64, max),
-        format!("{} materials drawn, {verdict} the budget of {} ({})", thousands(count), max as u64, cx.profile.name),
+        over(n as f64, max),
+        format!(
+            "{} drawn, {verdict} the budget of {} ({})",
+            count(n, "material", "materials"),
+            max as u64,
+            cx.profile.name
+        ),
     )
 }

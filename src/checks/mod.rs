@@ -131,6 +131,11 @@ pub fn thousands(n: u64) -> String {
     out
 }
 
+/// "1 vertex", "3 vertices": a count with its noun, thousands-separated.
+pub fn count(n: u64, one: &str, many: &str) -> String {
+    if n == 1 { format!("1 {one}") } else { format!("{} {many}", thousands(n)) }
+}
+
 /// Formats a byte count: "67,108,860 bytes (64.0 MiB)".
 pub fn bytes_h(n: u64) -> String {
     if n >= 1 << 20 {

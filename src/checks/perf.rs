@@ -1,10 +1,10 @@
 //! PERF: triangle, vertex and draw-call counts of the default scene as drawn.
 
-use super::{CheckOutput, Ctx, Obj, measured, over, thousands};
+use super::{CheckOutput, Ctx, Obj, count, measured, over, thousands};
 
-fn budget_msg(what: &str, value: u64, max: f64, profile: &str) -> String {
+fn budget_msg(noun: (&str, &str), what: &str, value: u64, max: f64, profile: &str) -> String {
     let verdict = if value as f64 > max { "over" } else { "within" };
-    format!("{} {what}, {verdict} the budget of {} ({profile})", thousands(value), thousands(max as u64))
+    format!("{} {what}, {verdict} the budget of {} ({profile})", count(value, noun.0, noun.1), thousands(max as u64))
 }
 
 /// PERF-001.
@@ -15,7 +15,7 @@ pub fn triangle_count(cx: &Ctx<'_>) -> CheckOutput {
         Obj::new().int("triangles", tris).int("instances", cx.asset.scene.instances.len() as u64),
         Obj::new().param(cx.profile, "max_tris"),
         over(tris as f64, max),
-        budget_msg("triangles drawn", tris, max, &cx.profile.name),
+        budget_msg(("triangle", "triangles"), "drawn", tris, max, &cx.profile.name),
     )
 }
 
@@ -27,7 +27,7 @@ pub fn vertex_count(cx: &Ctx<'_>) -> CheckOutput {
         Obj::new().int("vertices", verts),
         Obj::new().param(cx.profile, "max_verts"),
         over(verts as f64, max),
-        budget_msg("vertices drawn", verts, max, &cx.profile.name),
+        budget_msg(("vertex", "vertices"), "drawn", verts, max, &cx.profile.name),
     )
 }
 
@@ -46,6 +46,6 @@ pub fn draw_calls(cx: &Ctx<'_>) -> CheckOutput {
             .int("gpu_instanced_nodes", gpu_nodes.len() as u64),
         Obj::new().param(cx.profile, "max_draw_calls"),
         over(calls as f64, max),
-        budget_msg("draw calls estimated", calls, max, &cx.profile.name),
+        budget_msg(("draw call", "draw calls"), "estimated", calls, max, &cx.profile.name),
     )
 }

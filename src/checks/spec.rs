@@ -16,6 +16,7 @@ pub fn references(cx: &Ctx<'_>) -> CheckOutput {
     let outcome = if unresolved.is_empty() { Outcome::Within } else { Outcome::Breach };
     let message = match unresolved.first() {
         None if refs.is_empty() => "no external references".to_string(),
+        None if refs.len() == 1 => "the one reference resolves".to_string(),
         None => format!("all {} references resolve", refs.len()),
         Some(first) => format!(
             "{} of {} references do not resolve; first: {} ({}: {})",

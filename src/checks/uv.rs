@@ -68,6 +68,7 @@ pub fn missing_uvs(cx: &Ctx<'_>) -> CheckOutput {
     let outcome = if cases.is_empty() { Outcome::Within } else { Outcome::Breach };
     let message = match cases.first() {
         None if textured == 0 => "no drawn primitive samples a texture".to_string(),
+        None if textured == 1 => "the textured primitive has the UV sets its material reads".to_string(),
         None => format!("all {textured} textured primitives have the UV sets their materials read"),
         Some((p, m, s)) => format!(
             "{} of {textured} textured primitives lack a UV set their material reads; first: {p} has no TEXCOORD_{s} for material {m}",

@@ -1,6 +1,6 @@
 //! XFM: real-world scale, origin placement and node scale.
 
-use super::{CheckOutput, Ctx, Obj, Outcome, measured, short};
+use super::{CheckOutput, Ctx, Obj, Outcome, count, measured, short};
 use crate::asset::scene::local_matrix;
 use crate::geom::mat4::{self, Mat4};
 use std::collections::BTreeSet;
@@ -147,10 +147,15 @@ pub fn node_scale(cx: &Ctx<'_>) -> CheckOutput {
     let flagged = locations.len();
     let outcome = if flagged > 0 { Outcome::Breach } else { Outcome::Within };
     let message = if flagged == 0 {
-        format!("{} nodes and {} instances have uniform, positive scale", on_path.len(), instances_checked)
+        format!(
+            "{} and {} have uniform, positive scale",
+            count(on_path.len() as u64, "node", "nodes"),
+            count(instances_checked, "instance", "instances")
+        )
     } else {
         format!(
-            "{flagged} transforms have a problem scale ({non_uniform} non-uniform over {}, {negative} mirrored, {zero} zero); first: {}",
+            "{} with a problem scale ({non_uniform} non-uniform over {}, {negative} mirrored, {zero} zero); first: {}",
+            count(flagged as u64, "transform", "transforms"),
             short(max_ratio),
             locations[0]
         )
