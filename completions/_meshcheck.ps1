@@ -42,6 +42,7 @@ Register-ArgumentCompleter -Native -CommandName 'meshcheck' -ScriptBlock {
             [CompletionResult]::new('--skip', '--skip', [CompletionResultType]::ParameterName, 'Skip these checks or families; they report `skipped` ("not selected")')
             [CompletionResult]::new('--fail-on', '--fail-on', [CompletionResultType]::ParameterName, 'Exit 1 on this verdict or worse')
             [CompletionResult]::new('--mode', '--mode', [CompletionResultType]::ParameterName, 'checks_only, or full (needs the renderer)')
+            [CompletionResult]::new('--validator-timeout', '--validator-timeout', [CompletionResultType]::ParameterName, 'Seconds the glTF-Validator may spend on one file before SPEC-001 is skipped with "validator timed out"')
             [CompletionResult]::new('-j', '-j', [CompletionResultType]::ParameterName, 'Files validated in parallel [default: all cores]')
             [CompletionResult]::new('--jobs', '--jobs', [CompletionResultType]::ParameterName, 'Files validated in parallel [default: all cores]')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')

@@ -209,7 +209,7 @@ _meshcheck() {
             return 0
             ;;
         meshcheck__subcmd__validate)
-            opts="-j -h -V --format --output-dir --profile --override --weld-tolerance --only --skip --fail-on --mode --jobs --help --version"
+            opts="-j -h -V --format --output-dir --profile --override --weld-tolerance --only --skip --fail-on --mode --validator-timeout --jobs --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -249,6 +249,10 @@ _meshcheck() {
                     ;;
                 --mode)
                     COMPREPLY=($(compgen -W "checks_only full" -- "${cur}"))
+                    return 0
+                    ;;
+                --validator-timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 --jobs)

@@ -38,6 +38,7 @@ set edit:completion:arg-completer[meshcheck] = {|@words|
             cand --skip 'Skip these checks or families; they report `skipped` ("not selected")'
             cand --fail-on 'Exit 1 on this verdict or worse'
             cand --mode 'checks_only, or full (needs the renderer)'
+            cand --validator-timeout 'Seconds the glTF-Validator may spend on one file before SPEC-001 is skipped with "validator timed out"'
             cand -j 'Files validated in parallel [default: all cores]'
             cand --jobs 'Files validated in parallel [default: all cores]'
             cand -h 'Print help (see more with ''--help'')'

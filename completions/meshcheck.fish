@@ -44,6 +44,7 @@ complete -c meshcheck -n "__fish_meshcheck_using_subcommand validate" -l fail-on
 warn\t'Exit 1 when a report\'s verdict is warn or fail'"
 complete -c meshcheck -n "__fish_meshcheck_using_subcommand validate" -l mode -d 'checks_only, or full (needs the renderer)' -r -f -a "checks_only\t'Measurements only; RND checks are skipped'
 full\t'Measurements plus the renderer'"
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand validate" -l validator-timeout -d 'Seconds the glTF-Validator may spend on one file before SPEC-001 is skipped with "validator timed out"' -r
 complete -c meshcheck -n "__fish_meshcheck_using_subcommand validate" -s j -l jobs -d 'Files validated in parallel [default: all cores]' -r
 complete -c meshcheck -n "__fish_meshcheck_using_subcommand validate" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c meshcheck -n "__fish_meshcheck_using_subcommand validate" -s V -l version -d 'Print version'

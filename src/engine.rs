@@ -10,8 +10,10 @@ use crate::checks::{CheckOutput, Ctx, Outcome};
 use crate::error::{Error, ErrorCode, Result};
 use crate::profile::Profile;
 use crate::report::{self, CheckResult, EngineInfo, Mode, ProfileInfo, Report, Severity, Stats, Status};
+use crate::validator::{self, Validator};
 use serde_json::{Map, Value};
 use std::collections::BTreeSet;
+use std::sync::Arc;
 
 /// Which checks run.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -63,13 +65,38 @@ pub struct Options {
     pub mode: Mode,
     /// Which checks run.
     pub selection: Selection,
+    /// The validator pool for SPEC-001; `None` uses the process-wide pool
+    /// ([`Validator::global`]), started on first use.
+    pub validator: Option<Arc<Validator>>,
 }
 
 impl Default for Options {
     fn default() -> Self {
-        Options { profile: Profile::default_profile(), mode: Mode::ChecksOnly, selection: Selection::default() }
+        Options {
+            profile: Profile::default_profile(),
+            mode: Mode::ChecksOnly,
+            selection: Selection::default(),
+            validator: None,
+        }
     }
 }
+
+impl Options {
+    /// The validator SPEC-001 will use, when it runs: an environment error
+    /// (with the command that fixes it) when Node or the package is missing.
+    pub fn spec_validator(&self) -> Result<Option<Arc<Validator>>> {
+        if !self.selection.runs("SPEC-001") {
+            return Ok(None);
+        }
+        match &self.validator {
+            Some(v) => Ok(Some(v.clone())),
+            None => Validator::global().map(Some),
+        }
+    }
+}
+
+/// What SPEC-001 got from the validator.
+pub type SpecRun = std::result::Result<validator::Outcome, validator::Failure>;
 
 /// Engine name and version as written into reports.
 pub fn engine_info() -> EngineInfo {
@@ -85,13 +112,67 @@ pub fn validate(input: Input, opts: &Options) -> Result<Report> {
         )
         .with_help("run with --mode checks_only (the default)"));
     }
-    let asset = asset::load(input)?;
-    Ok(report_for(&asset, opts))
+    let validator = opts.spec_validator()?;
+    let opened = asset::open(input)?;
+    // The reference validator runs beside the loader and the checks.
+    let (loaded, spec) = std::thread::scope(|s| {
+        let handle = validator.as_ref().map(|v| {
+            let name = opened.main_name();
+            let opened = &opened;
+            s.spawn(move || v.validate(&name, &opened.main, opened.resolver.as_ref()))
+        });
+        let loaded = asset::load_opened(&opened).map(|a| {
+            let checks = run_checks(&a, opts, None);
+            (a, checks)
+        });
+        let spec = handle.map(|h| {
+            h.join().unwrap_or_else(|_| Err(validator::Failure::Crashed("the validator thread panicked".into())))
+        });
+        (loaded, spec)
+    });
+    let (asset, mut checks) = match loaded {
+        Ok(x) => x,
+        Err(e) => return Err(with_validator_messages(e, spec.as_ref())),
+    };
+    if let Some(idx) = CATALOG.iter().position(|c| c.id == "SPEC-001") {
+        checks[idx] = run_check(&CATALOG[idx], &asset, opts, spec.as_ref());
+    }
+    Ok(assemble(&asset, opts, checks, validator.map(|v| v.info())))
 }
 
-/// Builds the report for a loaded asset.
+/// MALFORMED_GLTF carries the validator's errors in `detail`, so the user
+/// learns why the document could not be read.
+fn with_validator_messages(mut e: Error, spec: Option<&SpecRun>) -> Error {
+    let Some(Ok(outcome)) = spec else { return e };
+    if e.code != ErrorCode::MalformedGltf {
+        return e;
+    }
+    let mut detail = match e.detail.take().map(|d| *d) {
+        Some(Value::Object(m)) => m,
+        Some(other) => [("reason".to_string(), other)].into_iter().collect(),
+        None => Map::new(),
+    };
+    let messages: Vec<Value> = outcome.messages.iter().take(100).map(|m| Value::Object(m.clone())).collect();
+    detail.insert("validator_errors".into(), Value::from(outcome.errors));
+    detail.insert("validator_messages".into(), Value::Array(messages));
+    e.detail = Some(Box::new(Value::Object(detail)));
+    e
+}
+
+/// Runs every catalog check on a loaded asset (SPEC-001 from `spec`).
+pub fn run_checks(asset: &Asset, opts: &Options, spec: Option<&SpecRun>) -> Vec<CheckResult> {
+    CATALOG.iter().map(|def| run_check(def, asset, opts, spec)).collect()
+}
+
+/// Builds the report for a loaded asset without SPEC-001's validator
+/// (SPEC-001, if selected, reports skipped); for benchmarks and tests of the
+/// engine's own checks.
 pub fn report_for(asset: &Asset, opts: &Options) -> Report {
-    let checks: Vec<CheckResult> = CATALOG.iter().map(|def| run_check(def, asset, opts)).collect();
+    let checks = run_checks(asset, opts, None);
+    assemble(asset, opts, checks, None)
+}
+
+fn assemble(asset: &Asset, opts: &Options, checks: Vec<CheckResult>, validator: Option<EngineInfo>) -> Report {
     let (verdict, summary) = report::rollup(&checks);
     Report {
         schema_version: report::SCHEMA_VERSION.into(),
@@ -106,7 +187,7 @@ pub fn report_for(asset: &Asset, opts: &Options) -> Report {
         },
         mode: opts.mode,
         engine: engine_info(),
-        validator: None,
+        validator,
         verdict,
         summary,
         stats: stats(asset),
@@ -129,12 +210,12 @@ fn skipped(def: &CheckDef, severity: Severity, reason: &str) -> CheckResult {
     }
 }
 
-fn run_check(def: &CheckDef, asset: &Asset, opts: &Options) -> CheckResult {
+fn run_check(def: &CheckDef, asset: &Asset, opts: &Options, spec: Option<&SpecRun>) -> CheckResult {
     let severity = opts.profile.severity_of(def.id, def.severity);
     if !opts.selection.runs(def.id) {
         return skipped(def, severity, "not selected");
     }
-    let cx = Ctx { asset, profile: &opts.profile };
+    let cx = Ctx { asset, profile: &opts.profile, spec };
     let output = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| (def.run)(&cx)));
     let m = match output {
         Ok(CheckOutput::Measured(m)) => m,

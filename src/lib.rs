@@ -20,3 +20,4 @@ pub mod profile;
 pub mod report;
 #[doc(hidden)]
 pub mod testkit;
+pub mod validator;

@@ -131,42 +131,75 @@ pub fn sniff(bytes: &[u8]) -> Result<Sniffed> {
     ))
 }
 
-/// Reads an input into an [`Asset`].
-pub fn load(input: Input) -> Result<Asset> {
+/// An input whose container is open: the main file's bytes and where its
+/// external resources come from. The validator and the loader both read it.
+pub struct Opened {
+    /// The report's `input` block.
+    pub info: InputInfo,
+    /// The GLB or .gltf bytes (the input itself, or the bundle's main file).
+    pub main: Vec<u8>,
+    /// External resources, relative to the main file.
+    pub resolver: Box<dyn Resolver>,
+}
+
+impl Opened {
+    /// The name the main file goes by in messages: a file name, never a path.
+    pub fn main_name(&self) -> String {
+        match &self.info.main_file {
+            Some(m) => m.rsplit('/').next().unwrap_or(m).to_string(),
+            None => self.info.filename.clone(),
+        }
+    }
+}
+
+/// Sniffs the input, hashes it, and opens a zip bundle (under its limits).
+pub fn open(input: Input) -> Result<Opened> {
     let Input { filename, bytes, resolver } = input;
     let sha256 = hex(&Sha256::digest(&bytes));
     let input_bytes = bytes.len() as u64;
     let kind = sniff(&bytes)?;
-    let (format, main_file, main_bytes, resolver): (InputFormat, Option<String>, Cow<'_, [u8]>, Box<dyn Resolver>) =
-        match kind {
-            Sniffed::Glb => (InputFormat::Glb, None, Cow::Borrowed(&bytes[..]), resolver),
-            Sniffed::Json => (InputFormat::Gltf, None, Cow::Borrowed(&bytes[..]), resolver),
-            Sniffed::Zip => {
-                let mut zipped = bundle::ZipBundle::open(&bytes)?;
-                let main = zipped.main_file.clone();
-                let main_bytes = zipped.take_main();
-                (InputFormat::Zip, Some(main), Cow::Owned(main_bytes), Box::new(zipped.into_resolver()))
-            }
-        };
+    let (format, main_file, main, resolver): (InputFormat, Option<String>, Vec<u8>, Box<dyn Resolver>) = match kind {
+        Sniffed::Glb => (InputFormat::Glb, None, bytes, resolver),
+        Sniffed::Json => (InputFormat::Gltf, None, bytes, resolver),
+        Sniffed::Zip => {
+            let mut zipped = bundle::ZipBundle::open(&bytes)?;
+            let main_file = zipped.main_file.clone();
+            let main = zipped.take_main();
+            (InputFormat::Zip, Some(main_file), main, Box::new(zipped.into_resolver()))
+        }
+    };
     let info = InputInfo { filename, format, bytes: input_bytes, sha256, main_file };
-    let (json, bin) = match sniff(&main_bytes) {
+    Ok(Opened { info, main, resolver })
+}
+
+/// Reads an input into an [`Asset`].
+pub fn load(input: Input) -> Result<Asset> {
+    load_opened(&open(input)?)
+}
+
+/// Reads an opened input into an [`Asset`].
+pub fn load_opened(opened: &Opened) -> Result<Asset> {
+    let main_bytes = &opened.main[..];
+    let resolver = opened.resolver.as_ref();
+    let input_bytes = opened.info.bytes;
+    let (json, bin) = match sniff(main_bytes) {
         Ok(Sniffed::Glb) => {
-            let g = glb::parse(&main_bytes)?;
+            let g = glb::parse(main_bytes)?;
             (g.json, g.bin)
         }
-        Ok(Sniffed::Json) => (&main_bytes[..], None),
+        Ok(Sniffed::Json) => (main_bytes, None),
         _ => return Err(Error::unsupported("the bundle's main file is neither a GLB nor glTF JSON")),
     };
     let root = parse_json(json)?;
     let budget = (DECODE_BUDGET_BASE + input_bytes.saturating_mul(DECODE_BUDGET_PER_BYTE)).min(DECODE_BUDGET_MAX);
     let mut references = Vec::new();
     let mut asset_bytes = main_bytes.len() as u64;
-    let buffers = load_buffers(&root, bin, resolver.as_ref(), &mut references, &mut asset_bytes)?;
+    let buffers = load_buffers(&root, bin, resolver, &mut references, &mut asset_bytes)?;
     let data = DocData::new(&root, buffers, budget);
-    let images = load_images(&data, resolver.as_ref(), &mut references, &mut asset_bytes);
+    let images = load_images(&data, resolver, &mut references, &mut asset_bytes);
     let scene = scene::build(&data)?;
     drop(data);
-    Ok(Asset { info, root, scene, references, images, asset_bytes })
+    Ok(Asset { info: opened.info.clone(), root, scene, references, images, asset_bytes })
 }
 
 fn parse_json(json: &[u8]) -> Result<gltf::json::Root> {

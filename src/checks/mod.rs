@@ -20,12 +20,15 @@ use serde_json::{Map, Value};
 /// Most locations (JSON pointers) a check lists; the total is always given.
 pub const MAX_LOCATIONS: usize = 100;
 
-/// What a check sees: the loaded asset and the profile.
+/// What a check sees: the loaded asset, the profile and the reference
+/// validator's outcome.
 pub struct Ctx<'a> {
     /// The input, document and scene.
     pub asset: &'a Asset,
     /// The budgets in force.
     pub profile: &'a Profile,
+    /// What the glTF-Validator said (SPEC-001), when it ran.
+    pub spec: Option<&'a crate::engine::SpecRun>,
 }
 
 /// How a measurement compares with its threshold.

@@ -57,3 +57,48 @@ pub fn file_size(cx: &Ctx<'_>) -> CheckOutput {
         ),
     )
 }
+
+/// SPEC-001: the Khronos glTF-Validator's errors and warnings, verbatim.
+pub fn validator(cx: &Ctx<'_>) -> CheckOutput {
+    let outcome = match cx.spec {
+        None => return CheckOutput::Skipped("the validator did not run".into()),
+        Some(Err(failure)) => return CheckOutput::Skipped(failure.reason()),
+        Some(Ok(o)) => o,
+    };
+    let outcome_kind = if outcome.errors > 0 {
+        Outcome::Breach
+    } else if outcome.warnings > 0 {
+        Outcome::WarnBand
+    } else {
+        Outcome::Within
+    };
+    let first_error = outcome.messages.iter().find(|m| m.get("severity").and_then(Value::as_str) == Some("error"));
+    let first = first_error.or(outcome.messages.first()).map(|m| {
+        let code = m.get("code").and_then(Value::as_str).unwrap_or_default();
+        let text = m.get("message").and_then(Value::as_str).unwrap_or_default();
+        format!("; first: {code}: {text}")
+    });
+    let message = format!(
+        "glTF-Validator {}: {}, {}, {}, {}{}",
+        outcome.validator_version,
+        super::count(outcome.errors, "error", "errors"),
+        super::count(outcome.warnings, "warning", "warnings"),
+        super::count(outcome.infos, "info", "infos"),
+        super::count(outcome.hints, "hint", "hints"),
+        first.unwrap_or_default()
+    );
+    measured(
+        Obj::new()
+            .int("errors", outcome.errors)
+            .int("warnings", outcome.warnings)
+            .int("infos", outcome.infos)
+            .int("hints", outcome.hints)
+            .bool("truncated", outcome.truncated)
+            .val("messages", Value::Array(outcome.messages.iter().cloned().map(Value::Object).collect()))
+            .val("by_code", Value::Object(outcome.by_code.clone()))
+            .val("not_covered", Value::Array(outcome.not_covered.iter().cloned().map(Value::String).collect())),
+        Obj::new().int("max_errors", 0).int("max_warnings", 0),
+        outcome_kind,
+        message,
+    )
+}

@@ -116,9 +116,20 @@ pub struct ValidateArgs {
     /// checks_only, or full (needs the renderer).
     #[arg(long, value_enum, default_value = "checks_only")]
     pub mode: ModeArg,
+    /// Seconds the glTF-Validator may spend on one file before SPEC-001 is
+    /// skipped with "validator timed out".
+    #[arg(long, default_value_t = 60.0, value_name = "SECONDS", value_parser = positive_seconds)]
+    pub validator_timeout: f64,
     /// Files validated in parallel [default: all cores].
     #[arg(short = 'j', long, value_name = "N")]
     pub jobs: Option<usize>,
+}
+
+fn positive_seconds(s: &str) -> std::result::Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v > 0.0 && v.is_finite() && v <= 86_400.0 => Ok(v),
+        _ => Err(format!("`{s}` is not a number of seconds between 0 and 86400")),
+    }
 }
 
 /// Arguments of `meshcheck checks`.

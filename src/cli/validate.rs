@@ -94,7 +94,14 @@ pub fn options(args: &ValidateArgs) -> Result<Options> {
         ModeArg::ChecksOnly => Mode::ChecksOnly,
         ModeArg::Full => Mode::Full,
     };
-    Ok(Options { profile, mode, selection })
+    let mut opts = Options { profile, mode, selection, validator: None };
+    if opts.selection.runs("SPEC-001") {
+        // One pool per run, started before any file is read so that a missing
+        // Node or package is reported once, with the command that fixes it.
+        let timeout = std::time::Duration::from_secs_f64(args.validator_timeout);
+        opts.validator = Some(std::sync::Arc::new(crate::validator::Validator::start(timeout)?));
+    }
+    Ok(opts)
 }
 
 fn read_input(job: &Job) -> Result<Input> {

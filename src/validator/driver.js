@@ -1,0 +1,148 @@
+// meshcheck's driver for the Khronos glTF-Validator (npm gltf-validator).
+//
+// Embedded in the meshcheck binary and run as `node -e <this>`; it speaks
+// length-prefixed frames on stdin/stdout:
+//   frame   = u32le total_length, u32le json_length, json, payload
+//   total_length counts everything after itself.
+// Rust -> Node: {type:"validate", id, uri, format} + the asset bytes;
+//               {type:"resource", req, found, reason?} + the resource bytes.
+// Node -> Rust: {type:"ready", version, supported};
+//               {type:"resource", id, req, uri} when the validator asks for a file;
+//               {type:"result", id, ...folded report} or {type:"error", id, message}.
+// The report is folded here (counts per code, at most MAX_MESSAGES errors and
+// warnings kept) so that a file with a million issues costs little to send.
+'use strict';
+
+// The validator's own logging must never reach stdout, which carries frames.
+const log = (...args) => process.stderr.write(args.map(String).join(' ') + '\n');
+console.log = log;
+console.info = log;
+console.warn = log;
+console.debug = log;
+
+const pkg = process.env.MESHCHECK_VALIDATOR_PKG;
+const validator = require(pkg);
+const MAX_MESSAGES = Number(process.env.MESHCHECK_VALIDATOR_MAX_MESSAGES || 1000);
+const supported = validator.supportedExtensions();
+
+function send(header, payload) {
+  const json = Buffer.from(JSON.stringify(header), 'utf8');
+  const body = payload ? Buffer.from(payload.buffer, payload.byteOffset, payload.byteLength) : Buffer.alloc(0);
+  const head = Buffer.alloc(8);
+  head.writeUInt32LE(4 + json.length + body.length, 0);
+  head.writeUInt32LE(json.length, 4);
+  process.stdout.write(Buffer.concat([head, json, body]));
+}
+
+// A copy with its own ArrayBuffer (memcpy speed).
+function fresh(view) {
+  const out = new Uint8Array(view.length);
+  out.set(view);
+  return out;
+}
+
+const pending = new Map();
+let nextReq = 0;
+let queue = Promise.resolve();
+
+function fold(report) {
+  const issues = report.issues || {};
+  const byCode = {};
+  const messages = [];
+  let kept = 0;
+  let listed = 0;
+  for (const m of issues.messages || []) {
+    byCode[m.code] = (byCode[m.code] || 0) + 1;
+    if (m.severity === 0 || m.severity === 1) {
+      listed += 1;
+      if (kept < MAX_MESSAGES) {
+        const out = { code: m.code, message: m.message, severity: m.severity === 0 ? 'error' : 'warning' };
+        if (m.pointer !== undefined) out.pointer = m.pointer;
+        if (m.offset !== undefined) out.offset = m.offset;
+        messages.push(out);
+        kept += 1;
+      }
+    }
+  }
+  const used = (report.info && report.info.extensionsUsed) || [];
+  return {
+    validatorVersion: report.validatorVersion,
+    errors: issues.numErrors || 0,
+    warnings: issues.numWarnings || 0,
+    infos: issues.numInfos || 0,
+    hints: issues.numHints || 0,
+    truncated: listed > kept || !!issues.truncated,
+    messages,
+    byCode,
+    notCovered: used.filter((e) => !supported.includes(e)),
+  };
+}
+
+function validate(header, payload) {
+  const id = header.id;
+  const options = {
+    uri: header.uri,
+    maxIssues: 0,
+    writeTimestamp: false,
+    externalResourceFunction: (uri) =>
+      new Promise((resolve, reject) => {
+        const req = nextReq++;
+        pending.set(req, { resolve, reject, uri });
+        send({ type: 'resource', id, req, uri });
+      }),
+  };
+  if (header.format === 'glb' || header.format === 'gltf') options.format = header.format;
+  return validator
+    .validateBytes(fresh(payload), options)
+    .then((report) => send(Object.assign({ type: 'result', id }, fold(report))))
+    .catch((e) => send({ type: 'error', id, message: String(e && e.message ? e.message : e) }));
+}
+
+function onFrame(header, payload) {
+  if (header.type === 'validate') {
+    // One validation at a time; resource replies are handled immediately.
+    queue = queue.then(() => validate(header, payload));
+  } else if (header.type === 'resource') {
+    const p = pending.get(header.req);
+    if (!p) return;
+    pending.delete(header.req);
+    // A fresh copy with its own ArrayBuffer: the compiled validator reads the
+    // whole underlying buffer, ignoring a view's offset.
+    if (header.found) p.resolve(fresh(payload));
+    else p.reject(header.reason || `Could not load '${p.uri}'`);
+  }
+}
+
+// Chunks are kept in a list and joined once per frame, so a large asset
+// arriving in 64 KiB pieces is copied twice, not once per piece.
+let chunks = [];
+let have = 0;
+let need = -1; // bytes of the frame being read, once its length is known
+function joined() {
+  const b = chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, have);
+  chunks = [b];
+  return b;
+}
+process.stdin.on('data', (chunk) => {
+  chunks.push(chunk);
+  have += chunk.length;
+  for (;;) {
+    if (need < 0) {
+      if (have < 4) return;
+      need = 4 + joined().readUInt32LE(0);
+    }
+    if (have < need) return;
+    const b = joined();
+    const jlen = b.readUInt32LE(4);
+    const header = JSON.parse(b.subarray(8, 8 + jlen).toString('utf8'));
+    const payload = b.subarray(8 + jlen, need);
+    const rest = b.subarray(need);
+    chunks = rest.length ? [rest] : [];
+    have = rest.length;
+    need = -1;
+    onFrame(header, payload);
+  }
+});
+process.stdin.on('end', () => process.exit(0));
+
+send({ type: 'ready', version: validator.version(), supported });
