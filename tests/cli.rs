@@ -5,7 +5,8 @@ use crate::util::{self, model, run};
 use meshcheck::testkit::{Doc, cube};
 
 fn json(out: &std::process::Output) -> serde_json::Value {
-    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("stdout is JSON ({e}): {}", String::from_utf8_lossy(&out.stdout)))
+    serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("stdout is JSON ({e}): {}", String::from_utf8_lossy(&out.stdout)))
 }
 
 fn path(rel: &str) -> String {
@@ -26,8 +27,19 @@ fn single_file_json_is_the_report_object() {
     assert_eq!(
         keys,
         [
-            "schema_version", "report_id", "created_at", "expires_at", "input", "profile", "mode", "engine", "validator",
-            "verdict", "summary", "stats", "checks"
+            "schema_version",
+            "report_id",
+            "created_at",
+            "expires_at",
+            "input",
+            "profile",
+            "mode",
+            "engine",
+            "validator",
+            "verdict",
+            "summary",
+            "stats",
+            "checks"
         ]
     );
     // Not a terminal: nothing on stderr.
@@ -120,7 +132,8 @@ fn folder_runs_sort_paths_and_keep_the_worst_exit_code() {
         std::fs::write(dir.path().join(name), bytes).unwrap();
     }
     let out_dir = dir.path().join("reports");
-    let out = run(&["validate", dir.path().to_str().unwrap(), "--format", "json", "--output-dir", out_dir.to_str().unwrap()]);
+    let out =
+        run(&["validate", dir.path().to_str().unwrap(), "--format", "json", "--output-dir", out_dir.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(3), "the broken file sets the exit code");
     let v = json(&out);
     let arr = v.as_array().unwrap();
@@ -184,7 +197,14 @@ fn custom_profile_file_and_weld_tolerance() {
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path().join("studio.toml");
     std::fs::write(&p, "name = \"studio\"\nextends = \"pc\"\n[thresholds]\nmax_tris = 10\n").unwrap();
-    let out = run(&["validate", &path("khronos-sample-models/Box.glb"), "--profile", p.to_str().unwrap(), "--weld-tolerance", "0.001"]);
+    let out = run(&[
+        "validate",
+        &path("khronos-sample-models/Box.glb"),
+        "--profile",
+        p.to_str().unwrap(),
+        "--weld-tolerance",
+        "0.001",
+    ]);
     assert_eq!(out.status.code(), Some(1), "12 triangles > 10");
     let v = json(&out);
     assert_eq!(v["profile"]["name"], "studio");

@@ -54,7 +54,10 @@ fn validator_suite_inputs_never_panic() {
             Err(e) => {
                 refused += 1;
                 assert!(
-                    matches!(e.code, ErrorCode::MalformedGltf | ErrorCode::UnsupportedFormat | ErrorCode::BundleIncomplete),
+                    matches!(
+                        e.code,
+                        ErrorCode::MalformedGltf | ErrorCode::UnsupportedFormat | ErrorCode::BundleIncomplete
+                    ),
                     "{}: unexpected code {}",
                     f.display(),
                     e.code
@@ -192,7 +195,8 @@ fn golden_reports() {
             continue;
         }
         let want: serde_json::Value = serde_json::from_str(
-            &std::fs::read_to_string(&path).unwrap_or_else(|_| panic!("{} missing: run with MESHCHECK_BLESS=1", path.display())),
+            &std::fs::read_to_string(&path)
+                .unwrap_or_else(|_| panic!("{} missing: run with MESHCHECK_BLESS=1", path.display())),
         )
         .unwrap();
         if want != got {
@@ -208,7 +212,10 @@ fn golden_reports() {
     for (id, statuses) in seen {
         assert!(statuses.contains(&Status::Pass), "{id} never passes in the golden set");
         if id != "UV-001" {
-            assert!(statuses.iter().any(|s| matches!(s, Status::Fail | Status::Warn)), "{id} never breaches in the golden set");
+            assert!(
+                statuses.iter().any(|s| matches!(s, Status::Fail | Status::Warn)),
+                "{id} never breaches in the golden set"
+            );
         }
     }
 }

@@ -40,7 +40,8 @@ pub fn run(args: &[&str]) -> Output {
 /// Runs the binary with `stdin` piped in.
 pub fn run_stdin(args: &[&str], stdin: &[u8]) -> Output {
     use std::io::Write;
-    let mut child = bin().args(args).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    let mut child =
+        bin().args(args).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
     child.stdin.take().unwrap().write_all(stdin).unwrap();
     child.wait_with_output().unwrap()
 }
