@@ -113,6 +113,11 @@ pub fn validate(input: Input, opts: &Options) -> Result<Report> {
         .with_help("run with --mode checks_only (the default)"));
     }
     let validator = opts.spec_validator()?;
+    if let Err(e) = asset::sniff(&input.bytes) {
+        // Not a container meshcheck reads; the validator may still say why.
+        let spec = validator.as_ref().map(|v| v.validate(&input.filename, &input.bytes, &asset::bundle::NoResources));
+        return Err(with_validator_messages(e, spec.as_ref()));
+    }
     let opened = asset::open(input)?;
     // The reference validator runs beside the loader and the checks.
     let (loaded, spec) = std::thread::scope(|s| {
@@ -140,11 +145,11 @@ pub fn validate(input: Input, opts: &Options) -> Result<Report> {
     Ok(assemble(&asset, opts, checks, validator.map(|v| v.info())))
 }
 
-/// MALFORMED_GLTF carries the validator's errors in `detail`, so the user
-/// learns why the document could not be read.
+/// MALFORMED_GLTF (and UNSUPPORTED_FORMAT) carry the validator's errors and
+/// warnings in `detail`, so the user learns why the document could not be read.
 fn with_validator_messages(mut e: Error, spec: Option<&SpecRun>) -> Error {
     let Some(Ok(outcome)) = spec else { return e };
-    if e.code != ErrorCode::MalformedGltf {
+    if !matches!(e.code, ErrorCode::MalformedGltf | ErrorCode::UnsupportedFormat) {
         return e;
     }
     let mut detail = match e.detail.take().map(|d| *d) {

@@ -6,4 +6,5 @@ mod cli;
 mod corpus;
 mod generated;
 mod hostile;
+mod spec001;
 mod util;

@@ -203,6 +203,8 @@ pub fn load_opened(opened: &Opened) -> Result<Asset> {
 }
 
 fn parse_json(json: &[u8]) -> Result<gltf::json::Root> {
+    // A UTF-8 byte-order mark is an error the validator reports; it does not stop measuring.
+    let json = json.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(json);
     match gltf::json::Root::from_slice(json) {
         Ok(root) => {
             if !root.asset.version.starts_with("2.") {

@@ -1,0 +1,278 @@
+//! SPEC-001 against the reference: the Khronos validator-suite's expected
+//! reports, the validator run bare in Node (benches/validator_direct.js), the
+//! corpus manifest's recorded totals; plus timeouts, crashes and a missing install.
+
+use crate::util::{self, check, measured_f64};
+use meshcheck::asset::Input;
+use meshcheck::engine::{self, Options};
+use meshcheck::report::Status;
+use meshcheck::validator::{Install, Validator};
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Suite inputs whose expected report (made by another build of the
+/// validator) differs from what the pinned npm build says; for these
+/// SPEC-001 is compared with the pinned build run bare in Node.
+const VERSION_DIFFERENCES: &[(&str, &str)] = &[
+    ("accessor_data/out_of_range_elements_float.gltf", "the Dart VM build prints whole floats as 0.0; the npm (dart2js) build prints 0"),
+    ("animation_data/invalid_input_values.gltf", "whole floats printed without .0 by the npm build"),
+    ("mesh_data/joints_weights_complex.gltf", "whole floats printed without .0 by the npm build"),
+    ("mesh_data/normals_tangents_non_unit_invalid_sign.gltf", "whole floats printed without .0 by the npm build"),
+    ("skin_data/invalid_ibm.gltf", "whole floats printed without .0 by the npm build"),
+    ("glb/invalid_json_chunk.glb", "the npm build parses JSON with V8, whose syntax-error text differs"),
+    (
+        "buffer/non_relative_uri.gltf",
+        "the npm build asks the host for non-relative URIs; meshcheck never fetches remote URIs, so the validator records IO_ERROR",
+    ),
+    ("glb/empty_file.glb", "the npm build rejects an empty input outright (\"could not detect glTF format\") instead of reporting"),
+    ("json/empty_file.gltf", "the npm build rejects an empty input outright instead of reporting"),
+    ("glb/no_header.glb", "the npm build rejects input it cannot detect as glTF instead of reporting"),
+    ("json/invalid_object.gltf", "the npm build rejects input it cannot detect as glTF instead of reporting"),
+];
+
+fn suite_files() -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![util::assets().join("validator-suite/test")];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if p.extension().is_some_and(|x| x == "gltf" || x == "glb") {
+                out.push(p);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+type Msg = (String, String, String);
+
+fn triples(messages: &[Value]) -> Vec<Msg> {
+    messages
+        .iter()
+        .map(|m| {
+            let loc = m.get("pointer").or_else(|| m.get("offset")).map(|v| v.to_string()).unwrap_or_default();
+            (m["code"].as_str().unwrap_or_default().into(), m["message"].as_str().unwrap_or_default().into(), loc)
+        })
+        .collect()
+}
+
+/// SPEC-001's messages and totals, or the validator messages carried by a refusal.
+fn ours(path: &Path) -> (Vec<Msg>, Option<[u64; 4]>) {
+    match engine::validate(Input::from_path(path).unwrap(), &Options::default()) {
+        Ok(r) => {
+            let c = check(&r, "SPEC-001");
+            assert_ne!(c.status, Status::Skipped, "{}: {:?}", path.display(), c.measured);
+            let m = &c.measured;
+            let totals = ["errors", "warnings", "infos", "hints"].map(|k| m[k].as_u64().unwrap());
+            (triples(m["messages"].as_array().unwrap()), Some(totals))
+        }
+        Err(e) => {
+            let d = e.detail.map(|d| *d).unwrap_or(Value::Null);
+            (triples(d.get("validator_messages").and_then(Value::as_array).map(Vec::as_slice).unwrap_or(&[])), None)
+        }
+    }
+}
+
+fn bare_node(paths: &[PathBuf]) -> Vec<Value> {
+    let out = std::process::Command::new("node")
+        .arg(util::root().join("benches/validator_direct.js"))
+        .args(paths)
+        .output()
+        .expect("node runs");
+    String::from_utf8(out.stdout).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+}
+
+#[test]
+fn validator_suite_matches_expected_reports() {
+    let files: Vec<PathBuf> =
+        suite_files().into_iter().filter(|f| Path::new(&format!("{}.report.json", f.display())).exists()).collect();
+    assert!(files.len() > 100);
+    let mut compared_with_bare = Vec::new();
+    for f in &files {
+        let rel = f.to_string_lossy();
+        let exception = VERSION_DIFFERENCES.iter().find(|(name, _)| rel.ends_with(name));
+        let (got, totals) = ours(f);
+        if exception.is_some() {
+            compared_with_bare.push(f.clone());
+            continue;
+        }
+        let expected: Value = serde_json::from_str(&std::fs::read_to_string(format!("{}.report.json", f.display())).unwrap()).unwrap();
+        let issues = &expected["issues"];
+        let want: Vec<Value> =
+            issues["messages"].as_array().unwrap().iter().filter(|m| m["severity"].as_u64().unwrap() <= 1).cloned().collect();
+        assert_eq!(got, triples(&want), "{rel}: messages differ from the expected report");
+        if let Some(t) = totals {
+            let want = ["numErrors", "numWarnings", "numInfos", "numHints"].map(|k| issues[k].as_u64().unwrap());
+            assert_eq!(t, want, "{rel}: totals differ");
+        }
+    }
+    // The listed inputs match the pinned validator run bare in Node.
+    for (f, bare) in compared_with_bare.iter().zip(bare_node(&compared_with_bare)) {
+        let (got, totals) = ours(f);
+        if bare.get("error").is_some() {
+            assert!(got.is_empty(), "{}: the bare validator refused it; so does SPEC-001", f.display());
+            continue;
+        }
+        assert_eq!(got, triples(bare["messages"].as_array().unwrap()), "{}", f.display());
+        if let Some(t) = totals {
+            assert_eq!(t, ["errors", "warnings", "infos", "hints"].map(|k| bare[k].as_u64().unwrap()), "{}", f.display());
+        }
+    }
+    assert_eq!(compared_with_bare.len(), VERSION_DIFFERENCES.len(), "every listed difference is a suite input");
+}
+
+#[test]
+fn every_model_gets_spec001_as_the_manifest_recorded() {
+    let manifest: Value = serde_json::from_str(&std::fs::read_to_string(util::assets().join("MANIFEST.json")).unwrap()).unwrap();
+    let mut seen = 0;
+    for entry in manifest["files"].as_array().unwrap() {
+        let path = entry["path"].as_str().unwrap();
+        let Some(kv) = entry.get("khronos_validator").filter(|k| k.is_object()) else { continue };
+        if !path.starts_with("models/") || kv.get("numErrors").is_none() {
+            continue;
+        }
+        let r = util::validate_path(&util::assets().join(path)).unwrap_or_else(|e| panic!("{path}: {e}"));
+        let c = check(&r, "SPEC-001");
+        for (ours, theirs) in [("errors", "numErrors"), ("warnings", "numWarnings"), ("infos", "numInfos"), ("hints", "numHints")] {
+            assert_eq!(measured_f64(c, ours) as u64, kv[theirs].as_u64().unwrap(), "{path}: {ours}");
+        }
+        assert_eq!(r.validator.as_ref().unwrap().version, "2.0.0-dev.3.10");
+        seen += 1;
+    }
+    assert!(seen >= 55, "only {seen} models compared");
+    // The Node_NegativeScale bundles lack one image: the validator's IO_ERROR, verbatim.
+    for n in ["01", "04", "05"] {
+        let r = util::validate_path(&util::model(&format!("khronos-asset-generator/Node_NegativeScale_{n}.zip"))).unwrap();
+        let c = check(&r, "SPEC-001");
+        assert_eq!(c.status, Status::Fail);
+        let io: Vec<&Value> = c.measured["messages"].as_array().unwrap().iter().filter(|m| m["code"] == "IO_ERROR").collect();
+        assert_eq!(io.len(), 1);
+        assert_eq!(io[0]["pointer"], "/images/1/uri");
+        assert!(io[0]["message"].as_str().unwrap().contains("Textures/MetallicRoughness_Nodes.png"));
+        assert!(!io[0]["message"].as_str().unwrap().contains("/work"), "no local paths in messages");
+    }
+}
+
+#[test]
+fn compressed_data_is_listed_as_not_covered() {
+    let r = util::validate_path(&util::model("other/BoxDraco.zip")).unwrap();
+    let c = check(&r, "SPEC-001");
+    assert!(c.measured["not_covered"].as_array().unwrap().contains(&Value::from("KHR_draco_mesh_compression")));
+    let r = util::validate_path(&util::model("other/BoxMeshopt.glb")).unwrap();
+    let nc = check(&r, "SPEC-001").measured["not_covered"].clone();
+    assert!(nc.as_array().unwrap().contains(&Value::from("EXT_meshopt_compression")), "{nc}");
+    let r = util::validate_path(&util::model("khronos-sample-models/Box.glb")).unwrap();
+    assert_eq!(check(&r, "SPEC-001").measured["not_covered"], serde_json::json!([]));
+}
+
+#[test]
+fn malformed_input_carries_the_validators_messages() {
+    let f = util::assets().join("validator-suite/test/base/data/root/empty_object.gltf");
+    let e = engine::validate(Input::from_path(&f).unwrap(), &Options::default()).unwrap_err();
+    assert_eq!(e.code, meshcheck::error::ErrorCode::MalformedGltf);
+    let d = e.detail.unwrap();
+    assert!(d["validator_errors"].as_u64().unwrap() >= 1);
+    assert_eq!(d["validator_messages"][0]["code"], "UNDEFINED_PROPERTY");
+}
+
+/// A fake validator package: a real Node module with the same API whose
+/// `validateBytes` does what `body` says (hang, crash, or answer).
+fn fake_package(body: &str) -> (tempfile::TempDir, Install) {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("package.json"), r#"{"name":"gltf-validator","version":"0.0.0-fake"}"#).unwrap();
+    let js = format!(
+        "exports.version = () => '0.0.0-fake';\nexports.supportedExtensions = () => [];\nexports.validateBytes = (data, options) => {{ {body} }};\n"
+    );
+    std::fs::write(dir.path().join("index.js"), js).unwrap();
+    let node = meshcheck::validator::locate().expect("node and the package are installed for the tests").node;
+    let install = Install { node, package: dir.path().to_path_buf() };
+    (dir, install)
+}
+
+fn opts_with(v: Arc<Validator>) -> Options {
+    Options { validator: Some(v), ..Options::default() }
+}
+
+fn box_glb() -> Vec<u8> {
+    meshcheck::testkit::Doc::single(meshcheck::testkit::cube(1.0)).to_glb()
+}
+
+#[test]
+fn a_stuck_validator_is_killed_and_spec001_skips() {
+    let (_dir, install) =
+        fake_package("if (data.length > 1000) return new Promise(() => {}); return Promise.resolve({validatorVersion: 'fake', issues: {numErrors: 0, numWarnings: 0, numInfos: 0, numHints: 0, messages: []}, info: {}});");
+    let v = Arc::new(Validator::with_install(install, Duration::from_millis(500)).unwrap());
+    let started = std::time::Instant::now();
+    let r = engine::validate(Input::from_bytes("box.glb", box_glb()), &opts_with(v.clone())).unwrap();
+    let c = check(&r, "SPEC-001");
+    assert_eq!(c.status, Status::Skipped);
+    assert_eq!(c.measured["reason"], "validator timed out");
+    assert!(started.elapsed() < Duration::from_secs(10));
+    // The other checks still ran.
+    assert_eq!(check(&r, "PERF-001").status, Status::Pass);
+    // A fresh process serves the next file.
+    let tiny = br#"{"asset":{"version":"2.0"}}"#.to_vec();
+    let r = engine::validate(Input::from_bytes("tiny.gltf", tiny), &opts_with(v)).unwrap();
+    assert_eq!(check(&r, "SPEC-001").status, Status::Pass);
+}
+
+#[test]
+fn a_crashed_validator_is_restarted() {
+    let (_dir, install) = fake_package(
+        "if (data.length > 1000) process.exit(3); return Promise.resolve({validatorVersion: 'fake', issues: {numErrors: 1, numWarnings: 0, numInfos: 0, numHints: 0, messages: [{code: 'X', message: 'x', severity: 0, pointer: '/'}]}, info: {}});",
+    );
+    let v = Arc::new(Validator::with_install(install, Duration::from_secs(20)).unwrap());
+    let r = engine::validate(Input::from_bytes("box.glb", box_glb()), &opts_with(v.clone())).unwrap();
+    let c = check(&r, "SPEC-001");
+    assert_eq!(c.status, Status::Skipped);
+    assert!(c.measured["reason"].as_str().unwrap().starts_with("validator crashed"), "{:?}", c.measured);
+    let tiny = br#"{"asset":{"version":"2.0"}}"#.to_vec();
+    let r = engine::validate(Input::from_bytes("tiny.gltf", tiny), &opts_with(v)).unwrap();
+    let c = check(&r, "SPEC-001");
+    assert_eq!(c.status, Status::Fail, "the restarted process answered");
+    assert_eq!(c.measured["messages"][0]["code"], "X");
+}
+
+#[test]
+fn a_missing_install_is_an_environment_error_with_the_fix() {
+    let box_path = util::model("khronos-sample-models/Box.glb");
+    let out = util::bin()
+        .args(["validate", box_path.to_str().unwrap()])
+        .env("MESHCHECK_GLTF_VALIDATOR", "/nonexistent/gltf-validator")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(4));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("npm ci") && err.contains("--skip SPEC-001"), "{err}");
+    // Skipping SPEC-001 on purpose runs without it.
+    let out = util::bin()
+        .args(["validate", box_path.to_str().unwrap(), "--skip", "SPEC-001"])
+        .env("MESHCHECK_GLTF_VALIDATOR", "/nonexistent/gltf-validator")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["validator"], Value::Null);
+    // No node at all.
+    let out = util::bin().args(["validate", box_path.to_str().unwrap()]).env("PATH", "/nonexistent").output().unwrap();
+    assert_eq!(out.status.code(), Some(4));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("Node.js"));
+}
+
+#[test]
+fn folder_runs_reuse_warm_processes() {
+    // Ten files through one pool: each is validated by a warm process, fast.
+    let v = Validator::global().unwrap();
+    let bytes = box_glb();
+    let started = std::time::Instant::now();
+    for i in 0..10 {
+        let r = v.validate(&format!("box{i}.glb"), &bytes, &meshcheck::asset::bundle::NoResources).unwrap();
+        assert_eq!(r.errors, 0);
+    }
+    assert!(started.elapsed() < Duration::from_secs(5), "{:?}", started.elapsed());
+}
