@@ -16,7 +16,10 @@ use std::time::Duration;
 /// validator) differs from what the pinned npm build says; for these
 /// SPEC-001 is compared with the pinned build run bare in Node.
 const VERSION_DIFFERENCES: &[(&str, &str)] = &[
-    ("accessor_data/out_of_range_elements_float.gltf", "the Dart VM build prints whole floats as 0.0; the npm (dart2js) build prints 0"),
+    (
+        "accessor_data/out_of_range_elements_float.gltf",
+        "the Dart VM build prints whole floats as 0.0; the npm (dart2js) build prints 0",
+    ),
     ("animation_data/invalid_input_values.gltf", "whole floats printed without .0 by the npm build"),
     ("mesh_data/joints_weights_complex.gltf", "whole floats printed without .0 by the npm build"),
     ("mesh_data/normals_tangents_non_unit_invalid_sign.gltf", "whole floats printed without .0 by the npm build"),
@@ -26,7 +29,10 @@ const VERSION_DIFFERENCES: &[(&str, &str)] = &[
         "buffer/non_relative_uri.gltf",
         "the npm build asks the host for non-relative URIs; meshcheck never fetches remote URIs, so the validator records IO_ERROR",
     ),
-    ("glb/empty_file.glb", "the npm build rejects an empty input outright (\"could not detect glTF format\") instead of reporting"),
+    (
+        "glb/empty_file.glb",
+        "the npm build rejects an empty input outright (\"could not detect glTF format\") instead of reporting",
+    ),
     ("json/empty_file.gltf", "the npm build rejects an empty input outright instead of reporting"),
     ("glb/no_header.glb", "the npm build rejects input it cannot detect as glTF instead of reporting"),
     ("json/invalid_object.gltf", "the npm build rejects input it cannot detect as glTF instead of reporting"),
@@ -101,10 +107,16 @@ fn validator_suite_matches_expected_reports() {
             compared_with_bare.push(f.clone());
             continue;
         }
-        let expected: Value = serde_json::from_str(&std::fs::read_to_string(format!("{}.report.json", f.display())).unwrap()).unwrap();
+        let expected: Value =
+            serde_json::from_str(&std::fs::read_to_string(format!("{}.report.json", f.display())).unwrap()).unwrap();
         let issues = &expected["issues"];
-        let want: Vec<Value> =
-            issues["messages"].as_array().unwrap().iter().filter(|m| m["severity"].as_u64().unwrap() <= 1).cloned().collect();
+        let want: Vec<Value> = issues["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|m| m["severity"].as_u64().unwrap() <= 1)
+            .cloned()
+            .collect();
         assert_eq!(got, triples(&want), "{rel}: messages differ from the expected report");
         if let Some(t) = totals {
             let want = ["numErrors", "numWarnings", "numInfos", "numHints"].map(|k| issues[k].as_u64().unwrap());
@@ -120,7 +132,12 @@ fn validator_suite_matches_expected_reports() {
         }
         assert_eq!(got, triples(bare["messages"].as_array().unwrap()), "{}", f.display());
         if let Some(t) = totals {
-            assert_eq!(t, ["errors", "warnings", "infos", "hints"].map(|k| bare[k].as_u64().unwrap()), "{}", f.display());
+            assert_eq!(
+                t,
+                ["errors", "warnings", "infos", "hints"].map(|k| bare[k].as_u64().unwrap()),
+                "{}",
+                f.display()
+            );
         }
     }
     assert_eq!(compared_with_bare.len(), VERSION_DIFFERENCES.len(), "every listed difference is a suite input");
@@ -128,7 +145,8 @@ fn validator_suite_matches_expected_reports() {
 
 #[test]
 fn every_model_gets_spec001_as_the_manifest_recorded() {
-    let manifest: Value = serde_json::from_str(&std::fs::read_to_string(util::assets().join("MANIFEST.json")).unwrap()).unwrap();
+    let manifest: Value =
+        serde_json::from_str(&std::fs::read_to_string(util::assets().join("MANIFEST.json")).unwrap()).unwrap();
     let mut seen = 0;
     for entry in manifest["files"].as_array().unwrap() {
         let path = entry["path"].as_str().unwrap();
@@ -138,7 +156,9 @@ fn every_model_gets_spec001_as_the_manifest_recorded() {
         }
         let r = util::validate_path(&util::assets().join(path)).unwrap_or_else(|e| panic!("{path}: {e}"));
         let c = check(&r, "SPEC-001");
-        for (ours, theirs) in [("errors", "numErrors"), ("warnings", "numWarnings"), ("infos", "numInfos"), ("hints", "numHints")] {
+        for (ours, theirs) in
+            [("errors", "numErrors"), ("warnings", "numWarnings"), ("infos", "numInfos"), ("hints", "numHints")]
+        {
             assert_eq!(measured_f64(c, ours) as u64, kv[theirs].as_u64().unwrap(), "{path}: {ours}");
         }
         assert_eq!(r.validator.as_ref().unwrap().version, "2.0.0-dev.3.10");
@@ -147,10 +167,12 @@ fn every_model_gets_spec001_as_the_manifest_recorded() {
     assert!(seen >= 55, "only {seen} models compared");
     // The Node_NegativeScale bundles lack one image: the validator's IO_ERROR, verbatim.
     for n in ["01", "04", "05"] {
-        let r = util::validate_path(&util::model(&format!("khronos-asset-generator/Node_NegativeScale_{n}.zip"))).unwrap();
+        let r =
+            util::validate_path(&util::model(&format!("khronos-asset-generator/Node_NegativeScale_{n}.zip"))).unwrap();
         let c = check(&r, "SPEC-001");
         assert_eq!(c.status, Status::Fail);
-        let io: Vec<&Value> = c.measured["messages"].as_array().unwrap().iter().filter(|m| m["code"] == "IO_ERROR").collect();
+        let io: Vec<&Value> =
+            c.measured["messages"].as_array().unwrap().iter().filter(|m| m["code"] == "IO_ERROR").collect();
         assert_eq!(io.len(), 1);
         assert_eq!(io[0]["pointer"], "/images/1/uri");
         assert!(io[0]["message"].as_str().unwrap().contains("Textures/MetallicRoughness_Nodes.png"));
@@ -204,8 +226,9 @@ fn box_glb() -> Vec<u8> {
 
 #[test]
 fn a_stuck_validator_is_killed_and_spec001_skips() {
-    let (_dir, install) =
-        fake_package("if (data.length > 1000) return new Promise(() => {}); return Promise.resolve({validatorVersion: 'fake', issues: {numErrors: 0, numWarnings: 0, numInfos: 0, numHints: 0, messages: []}, info: {}});");
+    let (_dir, install) = fake_package(
+        "if (data.length > 1000) return new Promise(() => {}); return Promise.resolve({validatorVersion: 'fake', issues: {numErrors: 0, numWarnings: 0, numInfos: 0, numHints: 0, messages: []}, info: {}});",
+    );
     let v = Arc::new(Validator::with_install(install, Duration::from_millis(500)).unwrap());
     let started = std::time::Instant::now();
     let r = engine::validate(Input::from_bytes("box.glb", box_glb()), &opts_with(v.clone())).unwrap();

@@ -216,12 +216,26 @@ fn parse_json(json: &[u8]) -> Result<gltf::json::Root> {
             Ok(root)
         }
         Err(e) => {
+            let value = serde_json::from_slice::<serde_json::Value>(json);
             // Say "glTF 1.0" rather than a schema error when that is what it is.
-            if let Ok(v) = serde_json::from_slice::<serde_json::Value>(json)
+            if let Ok(v) = &value
                 && let Some(version) = v.pointer("/asset/version").and_then(|x| x.as_str())
                 && !version.starts_with("2.")
             {
                 return Err(Error::unsupported(format!("asset.version is {version}; meshcheck reads glTF 2.0")));
+            }
+            // `scene.nodes` is optional in glTF 2.0 but required by gltf-json 1.4.1:
+            // give such scenes an empty list and read the document again.
+            if let Ok(mut v) = value
+                && let Some(scenes) = v.get_mut("scenes").and_then(|s| s.as_array_mut())
+                && scenes.iter().any(|s| s.get("nodes").is_none())
+            {
+                for s in scenes.iter_mut().filter_map(|s| s.as_object_mut()) {
+                    s.entry("nodes").or_insert_with(|| serde_json::Value::Array(Vec::new()));
+                }
+                if let Ok(root) = serde_json::from_value::<gltf::json::Root>(v) {
+                    return Ok(root);
+                }
             }
             Err(Error::malformed(format!("the glTF JSON cannot be read as a document: {e}"))
                 .with_detail(serde_json::json!({"reason": e.to_string()})))

@@ -73,7 +73,7 @@ pub fn rgba8_mip_chain_bytes(width: u32, height: u32) -> u64 {
     let (mut w, mut h) = (width.max(1) as u64, height.max(1) as u64);
     let mut total = 0u64;
     loop {
-        total += w * h * 4;
+        total = total.saturating_add(w * h * 4);
         if w == 1 && h == 1 {
             return total;
         }
@@ -117,7 +117,7 @@ fn read_ktx2(bytes: &[u8]) -> Result<ImageHeader, String> {
     if width == 0 {
         return Err("the KTX2 header gives a zero width".into());
     }
-    let layers = header.layer_count.max(1) as u64 * header.face_count.max(1) as u64;
+    let layers = (header.layer_count.max(1) as u64).saturating_mul(header.face_count.max(1) as u64);
     let dfd = reader.basic_dfd();
     let model = dfd.as_ref().and_then(|d| d.color_model);
     let etc1s = header.supercompression_scheme == Some(ktx2::SupercompressionScheme::BasisLZ)
@@ -126,17 +126,23 @@ fn read_ktx2(bytes: &[u8]) -> Result<ImageHeader, String> {
     let alpha = dfd.as_ref().is_some_and(|d| d.sample_information.len() > 1);
     let mut gpu = 0u64;
     let mut levels = 0u32;
+    // Sizes come from the file: every product and sum saturates rather than wraps.
     for (i, level) in reader.levels().enumerate() {
         levels += 1;
-        let w = (width as u64 >> i).max(1);
-        let h = (height as u64 >> i).max(1);
-        gpu += if etc1s {
-            w.div_ceil(4) * h.div_ceil(4) * if alpha { 16 } else { 8 } * layers
+        let shift = u32::try_from(i).unwrap_or(u32::MAX);
+        let w = (width as u64).checked_shr(shift).unwrap_or(0).max(1);
+        let h = (height as u64).checked_shr(shift).unwrap_or(0).max(1);
+        let level_bytes = if etc1s {
+            w.div_ceil(4)
+                .saturating_mul(h.div_ceil(4))
+                .saturating_mul(if alpha { 16 } else { 8 })
+                .saturating_mul(layers)
         } else if level.uncompressed_byte_length > 0 {
             level.uncompressed_byte_length
         } else {
             level.data.len() as u64
         };
+        gpu = gpu.saturating_add(level_bytes);
     }
     let encoding = if etc1s {
         "etc1s".to_string()

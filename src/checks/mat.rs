@@ -94,7 +94,7 @@ pub fn texture_memory(cx: &Ctx<'_>) -> CheckOutput {
     let images = used_images(cx);
     let mut ok = readable(&images);
     ok.sort_by_key(|(r, h)| (std::cmp::Reverse(h.gpu_bytes), r.index));
-    let total: u64 = ok.iter().map(|(_, h)| h.gpu_bytes).sum();
+    let total: u64 = ok.iter().map(|(_, h)| h.gpu_bytes).fold(0, u64::saturating_add);
     let max = cx.profile.get("max_texture_mem");
     let by_image: Vec<Value> =
         ok.iter().take(MAX_LOCATIONS).map(|(r, h)| json!({"pointer": r.pointer(), "gpu_bytes": h.gpu_bytes})).collect();
