@@ -343,6 +343,12 @@ impl<'a> DocData<'a> {
         Ok(out)
     }
 
+    /// Reads a float accessor of N components per element as arrays (no copy:
+    /// the flat vector is reinterpreted in place).
+    pub fn read_vecs<const N: usize>(&self, index: usize) -> Result<Vec<[f32; N]>> {
+        Ok(arrays(self.read_floats(index, N)?))
+    }
+
     /// Reads an index accessor (unsigned byte, short or int scalars).
     pub fn read_indices(&self, index: usize) -> Result<Vec<u32>> {
         let acc = self
@@ -437,6 +443,21 @@ impl<'a> DocData<'a> {
             ))
             .with_detail(accessor_ptr(acc))),
         }
+    }
+}
+
+/// Regroups a flat vector into N-element arrays, in place when its
+/// capacity allows (it does for every vector this module allocates).
+pub fn arrays<T: bytemuck::Pod, const N: usize>(flat: Vec<T>) -> Vec<[T; N]>
+where
+    [T; N]: bytemuck::Pod,
+{
+    let whole = flat.len() - flat.len() % N;
+    let mut flat = flat;
+    flat.truncate(whole);
+    match bytemuck::allocation::try_cast_vec::<T, [T; N]>(flat) {
+        Ok(v) => v,
+        Err((_, flat)) => flat.chunks_exact(N).map(|c| std::array::from_fn(|i| c[i])).collect(),
     }
 }
 

@@ -354,14 +354,6 @@ fn read_instancing(data: &DocData<'_>, node: usize, ext: &serde_json::Value) -> 
         .collect())
 }
 
-fn to_vec3(flat: Vec<f32>) -> Vec<[f32; 3]> {
-    flat.chunks_exact(3).map(|c| [c[0], c[1], c[2]]).collect()
-}
-
-fn to_vec2(flat: Vec<f32>) -> Vec<[f32; 2]> {
-    flat.chunks_exact(2).map(|c| [c[0], c[1]]).collect()
-}
-
 fn uv_set(semantic: &Checked<gltf::json::mesh::Semantic>) -> Option<usize> {
     match semantic {
         Checked::Valid(gltf::json::mesh::Semantic::TexCoords(n)) if (*n as usize) < MAX_UV_SETS => Some(*n as usize),
@@ -389,18 +381,22 @@ fn decode_primitive(data: &DocData<'_>, mesh: usize, index: usize) -> Result<Pri
         super::draco::decode(data, mesh, index, ext, &mut prim)?;
     } else {
         if let Some(acc) = json.attributes.get(&Checked::Valid(gltf::json::mesh::Semantic::Positions)) {
-            prim.positions = to_vec3(data.read_floats(acc.value(), 3)?);
+            prim.positions = data.read_vecs::<3>(acc.value())?;
         }
         for (semantic, acc) in &json.attributes {
             if let Some(set) = uv_set(semantic) {
-                let uv = to_vec2(data.read_floats(acc.value(), 2)?);
-                prim.uvs[set] = Some(uv);
+                prim.uvs[set] = Some(data.read_vecs::<2>(acc.value())?);
             }
         }
         let indices = json.indices.map(|i| data.read_indices(i.value())).transpose()?;
         let n = indices.as_ref().map_or(prim.positions.len(), Vec::len);
-        let (tris, dropped) = topology::assemble(mode, indices.as_deref(), n, prim.positions.len());
         prim.triangle_count = topology::triangle_count(mode, n) as u64;
+        let vertex_count = prim.positions.len();
+        let (tris, dropped) = match (mode, indices) {
+            // The common case: an indexed triangle list, regrouped in place.
+            (4, Some(ix)) => topology::triangle_list(ix, vertex_count),
+            (_, ix) => topology::assemble(mode, ix.as_deref(), n, vertex_count),
+        };
         prim.invalid_triangles = dropped as u64;
         prim.triangles = tris;
     }

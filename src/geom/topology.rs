@@ -50,6 +50,20 @@ pub fn assemble(mode: u32, indices: Option<&[u32]>, n: usize, vertex_count: usiz
     (out, dropped)
 }
 
+/// An indexed triangle list's triangles, regrouped from the index vector in
+/// place (no second allocation); triangles naming a vertex at or past
+/// `vertex_count` are removed and counted.
+pub fn triangle_list(indices: Vec<u32>, vertex_count: usize) -> (Vec<[u32; 3]>, usize) {
+    let mut tris: Vec<[u32; 3]> = crate::asset::data::arrays(indices);
+    let before = tris.len();
+    let vc = vertex_count as u64;
+    if tris.iter().any(|t| t.iter().any(|&v| v as u64 >= vc)) {
+        tris.retain(|t| t.iter().all(|&v| (v as u64) < vc));
+    }
+    let dropped = before - tris.len();
+    (tris, dropped)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -70,5 +84,7 @@ mod tests {
         // Out-of-range indices are dropped and counted.
         let (t, d) = assemble(4, Some(&[0, 1, 2, 0, 1, 9]), 6, 3);
         assert_eq!((t.len(), d), (1, 1));
+        let (t, d) = triangle_list(vec![0, 1, 2, 0, 1, 9, 2], 3);
+        assert_eq!((t, d), (vec![[0, 1, 2]], 1), "a trailing partial triangle is not drawn");
     }
 }
