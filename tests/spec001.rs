@@ -299,3 +299,63 @@ fn folder_runs_reuse_warm_processes() {
     }
     assert!(started.elapsed() < Duration::from_secs(5), "{:?}", started.elapsed());
 }
+
+/// The members of a shared zip bundle, by name.
+fn bundle_files(rel: &str) -> Vec<(String, Vec<u8>)> {
+    let bytes = std::fs::read(util::model(rel)).unwrap();
+    let mut archive = zip::ZipArchive::new(std::io::Cursor::new(bytes)).unwrap();
+    (0..archive.len())
+        .map(|i| {
+            let mut f = archive.by_index(i).unwrap();
+            let mut data = Vec::new();
+            std::io::Read::read_to_end(&mut f, &mut data).unwrap();
+            (f.name().unwrap().to_string(), data)
+        })
+        .filter(|(n, _)| !n.ends_with('/'))
+        .collect()
+}
+
+#[test]
+fn a_draco_stream_that_does_not_decode_is_malformed_with_the_primitive() {
+    let mut files = bundle_files("other/BoxDraco.zip");
+    let bin = files.iter_mut().find(|(n, _)| n.ends_with(".bin")).unwrap();
+    // Keep the Draco header, scramble the connectivity and attribute data after it.
+    for b in bin.1.iter_mut().skip(12) {
+        *b = b.wrapping_mul(31).wrapping_add(7);
+    }
+    let zipped = meshcheck::testkit::zip(&files);
+    let e = util::validate_bytes("BoxDraco-broken.zip", zipped).unwrap_err();
+    assert_eq!(e.code, meshcheck::error::ErrorCode::MalformedGltf, "{e}");
+    let d = e.detail.unwrap();
+    assert_eq!(d["pointer"], "/meshes/0/primitives/0/extensions/KHR_draco_mesh_compression");
+}
+
+#[test]
+fn a_meshopt_stream_that_does_not_decode_is_malformed() {
+    let bytes = std::fs::read(util::model("other/BoxMeshopt.glb")).unwrap();
+    let glb = meshcheck::asset::glb::parse(&bytes).unwrap();
+    let json: Value = serde_json::from_slice(glb.json).unwrap();
+    let mut bin = glb.bin.unwrap().to_vec();
+    for b in bin.iter_mut() {
+        *b = b.wrapping_mul(31).wrapping_add(7);
+    }
+    let e = util::validate_bytes("broken.glb", meshcheck::testkit::glb_from_parts(&json, &bin)).unwrap_err();
+    assert_eq!(e.code, meshcheck::error::ErrorCode::MalformedGltf, "{e}");
+    assert!(e.detail.unwrap()["pointer"].as_str().unwrap().contains("EXT_meshopt_compression"));
+}
+
+#[test]
+fn a_million_messages_are_folded() {
+    // 3,000 triangles naming vertices that do not exist: one validator error each index.
+    let mut prim = meshcheck::testkit::quad(1.0);
+    prim.indices = Some((0..9_000u32).map(|i| 100 + i).collect());
+    let r = util::validate_bytes("oob.glb", meshcheck::testkit::Doc::single(prim).to_glb()).unwrap();
+    let c = check(&r, "SPEC-001");
+    assert_eq!(c.status, Status::Fail);
+    assert!(measured_f64(c, "errors") >= 9_000.0);
+    assert_eq!(c.measured["messages"].as_array().unwrap().len(), 1_000);
+    assert_eq!(c.measured["truncated"], true);
+    assert!(c.measured["by_code"]["ACCESSOR_INDEX_OOB"].as_u64().unwrap() >= 9_000);
+    // The engine's own checks still count what is drawn.
+    assert_eq!(measured_f64(check(&r, "PERF-001"), "triangles"), 3_000.0);
+}
