@@ -5,6 +5,8 @@ mod checks;
 mod cli;
 mod corpus;
 mod generated;
+mod geometry;
 mod hostile;
 mod spec001;
 mod util;
+mod uv;

@@ -10,9 +10,11 @@
 use super::data::DocData;
 use crate::error::{Error, Result};
 use crate::geom::mat4::{self, Aabb, Mat4};
+use crate::geom::mesh::Topology;
 use crate::geom::topology;
 use gltf::json::validation::Checked;
 use std::collections::HashMap;
+use std::sync::OnceLock;
 
 /// UV sets read per primitive (TEXCOORD_0..TEXCOORD_7).
 pub const MAX_UV_SETS: usize = 8;
@@ -100,9 +102,63 @@ pub struct Scene {
     pub bounds: Aabb,
     /// Loader observations worth a user's attention (cycles, invalid indices).
     pub notes: Vec<String>,
+    /// The welded world-space mesh, built once on first use (see [`Scene::world_mesh`]).
+    pub world: OnceLock<WorldMesh>,
+}
+
+/// Every drawn triangle of every instance in world space, welded: the one
+/// weld, edge map and shell pass that the geometry and topology checks share.
+#[derive(Debug, Clone)]
+pub struct WorldMesh {
+    /// The weld tolerance used, in metres.
+    pub tolerance: f64,
+    /// World-space points before welding (every instance's vertices).
+    pub points: Vec<[f64; 3]>,
+    /// Triangles over `points`; mirrored instances' triangles are already flipped.
+    pub triangles: Vec<[u32; 3]>,
+    /// The instance (index into `Scene::instances`) that drew each triangle.
+    pub instance_of: Vec<u32>,
+    /// Whether a triangle repeats a vertex index in its own primitive.
+    pub repeated_index: Vec<bool>,
+    /// Welded topology.
+    pub topology: Topology,
+    /// Degenerate flag per triangle (see `checks::geo::degenerate`), computed once.
+    pub degenerate: OnceLock<Vec<bool>>,
 }
 
 impl Scene {
+    /// The welded world mesh at `tolerance`, built on the first call. One
+    /// profile (one tolerance) applies per report, so the first call's
+    /// tolerance is the one kept; a later call with another tolerance
+    /// rebuilds nothing and returns the kept mesh (its `tolerance` says which).
+    pub fn world_mesh(&self, tolerance: f64) -> &WorldMesh {
+        self.world.get_or_init(|| self.build_world_mesh(tolerance))
+    }
+
+    fn build_world_mesh(&self, tolerance: f64) -> WorldMesh {
+        let total_points: usize = self.instances.iter().map(|i| self.primitives[i.primitive].positions.len()).sum();
+        let total_tris: usize = self.instances.iter().map(|i| self.primitives[i.primitive].triangles.len()).sum();
+        let mut points = Vec::with_capacity(total_points);
+        let mut triangles = Vec::with_capacity(total_tris);
+        let mut instance_of = Vec::with_capacity(total_tris);
+        let mut repeated_index = Vec::with_capacity(total_tris);
+        for (ii, inst) in self.instances.iter().enumerate() {
+            let prim = &self.primitives[inst.primitive];
+            let base = points.len() as u32;
+            points.extend(prim.positions.iter().map(|p| mat4::transform_point(&inst.world, *p)));
+            // A mirroring transform reverses the winding (glTF 2.0, 3.7.4).
+            let mirrored = inst.mirrored();
+            for t in &prim.triangles {
+                repeated_index.push(t[0] == t[1] || t[1] == t[2] || t[0] == t[2]);
+                let t = if mirrored { [t[0], t[2], t[1]] } else { *t };
+                triangles.push([base + t[0], base + t[1], base + t[2]]);
+                instance_of.push(ii as u32);
+            }
+        }
+        let topology = Topology::build(&points, &triangles, tolerance);
+        WorldMesh { tolerance, points, triangles, instance_of, repeated_index, topology, degenerate: OnceLock::new() }
+    }
+
     /// Triangles drawn, counted per instance.
     pub fn triangles(&self) -> u64 {
         self.instances.iter().map(|i| self.primitives[i.primitive].triangle_count).sum()

@@ -7,9 +7,11 @@
 //! verdict. Adding a check touches its family file and one catalog row.
 
 pub mod catalog;
+pub mod geo;
 pub mod mat;
 pub mod perf;
 pub mod spec;
+pub mod top;
 pub mod uv;
 pub mod xfm;
 

@@ -1,8 +1,14 @@
-//! UV: texture coordinates present where materials sample textures.
+//! UV: texture coordinates present where materials sample textures (UV-001),
+//! and the quality of the layouts: overlap (UV-002), texel stretch (UV-004)
+//! and island padding (UV-005), measured by `geom::uv` per texture space.
 
-use super::{CheckOutput, Ctx, MAX_LOCATIONS, Obj, Outcome, measured};
+use super::mat::texture_image;
+use super::{CheckOutput, Ctx, MAX_LOCATIONS, Obj, Outcome, count, measured, over, short, thousands};
+use crate::asset::scene::{Instance, Primitive};
+use crate::geom::mat4;
+use crate::geom::uv as guv;
 use serde_json::{Value, json};
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// Every texture slot a material samples: (texture index, texCoord set).
 /// Walks the material's JSON so that extension slots (clearcoat, sheen,
@@ -82,6 +88,319 @@ pub fn missing_uvs(cx: &Ctx<'_>) -> CheckOutput {
             .val("missing", Value::Array(missing))
             .locations(&locations),
         Obj::new().int("max_primitives_missing_uvs", 0),
+        outcome,
+        message,
+    )
+}
+
+// ---------------------------------------------------------------------------
+// UV-002, UV-004, UV-005: overlap, stretch and island padding. The measuring
+// lives in `geom::uv`; these functions gather the layouts and write reports.
+// ---------------------------------------------------------------------------
+
+/// Unique drawn primitives, each with its first instance, in the order of
+/// their first instance.
+fn drawn_primitives<'a>(cx: &'a Ctx<'_>) -> Vec<(&'a Primitive, &'a Instance)> {
+    let scene = &cx.asset.scene;
+    let mut seen = BTreeSet::new();
+    scene
+        .instances
+        .iter()
+        .filter(|i| seen.insert(i.primitive))
+        .filter_map(|i| scene.primitives.get(i.primitive).map(|p| (p, i)))
+        .collect()
+}
+
+/// The largest width and height among the readable images that `material`
+/// samples through UV set `set`; `None` when it binds none.
+fn bound_texture(cx: &Ctx<'_>, material: Option<usize>, set: usize) -> Option<(u32, u32)> {
+    let root = &cx.asset.root;
+    let mat = root.materials.get(material?)?;
+    let mut size: Option<(u32, u32)> = None;
+    for (tex, s) in texture_slots(mat) {
+        if s as usize != set {
+            continue;
+        }
+        let Some(img) = root.textures.get(tex).and_then(texture_image) else { continue };
+        let Some(Ok(h)) = cx.asset.images.get(img).map(|r| r.header.as_ref()) else { continue };
+        size = Some(size.map_or((h.width, h.height), |(w0, h0)| (w0.max(h.width), h0.max(h.height))));
+    }
+    size.filter(|&(w, h)| w > 0 && h > 0)
+}
+
+/// One texture space: the primitives drawn with one material that have UV
+/// set `set` (instances share it, so each primitive counts once).
+struct UvGroup<'a> {
+    material: Option<usize>,
+    set: usize,
+    prims: Vec<&'a Primitive>,
+    /// Largest bound texture (width, height), if any.
+    texture: Option<(u32, u32)>,
+}
+
+impl UvGroup<'_> {
+    fn meshes(&self) -> Vec<guv::UvMesh<'_>> {
+        self.prims
+            .iter()
+            .filter_map(|p| p.uvs.get(self.set)?.as_deref().map(|uvs| guv::UvMesh { uvs, triangles: &p.triangles }))
+            .collect()
+    }
+    /// Texture size measured against (1024 square when no texture is bound).
+    fn size(&self) -> (u32, u32) {
+        self.texture.unwrap_or((guv::DEFAULT_RASTER_PX, guv::DEFAULT_RASTER_PX))
+    }
+    /// "TEXCOORD_0 of material 2".
+    fn label(&self) -> String {
+        match self.material {
+            Some(m) => format!("TEXCOORD_{} of material {m}", self.set),
+            None => format!("TEXCOORD_{} of the default material", self.set),
+        }
+    }
+}
+
+/// Groups by (material, UV set), in that order.
+fn uv_groups<'a>(cx: &'a Ctx<'_>) -> Vec<UvGroup<'a>> {
+    let mut map: BTreeMap<(Option<usize>, usize), Vec<&Primitive>> = BTreeMap::new();
+    for (p, _) in drawn_primitives(cx) {
+        for (set, uvs) in p.uvs.iter().enumerate() {
+            if uvs.is_some() {
+                map.entry((p.material, set)).or_default().push(p);
+            }
+        }
+    }
+    map.into_iter()
+        .map(|((material, set), prims)| UvGroup { material, set, prims, texture: bound_texture(cx, material, set) })
+        .collect()
+}
+
+const NO_UVS: &str = "no drawn primitive has UV coordinates";
+
+/// Pointers of the primitives flagged in `flags` (parallel to `prims`), each once.
+fn flagged(out: &mut Vec<String>, seen: &mut BTreeSet<(usize, usize)>, prims: &[&Primitive], flags: &[bool]) {
+    for (p, _) in prims.iter().zip(flags).filter(|(_, f)| **f) {
+        if seen.insert((p.mesh, p.index)) {
+            out.push(p.pointer());
+        }
+    }
+}
+
+fn material_json(m: Option<usize>) -> Value {
+    m.map_or(Value::Null, Value::from)
+}
+
+/// UV-002.
+pub fn overlap(cx: &Ctx<'_>) -> CheckOutput {
+    let groups = uv_groups(cx);
+    if groups.is_empty() {
+        return CheckOutput::Skipped(NO_UVS.into());
+    }
+    let mut rows = Vec::with_capacity(groups.len());
+    let mut locations = Vec::new();
+    let mut seen = BTreeSet::new();
+    for g in &groups {
+        let (w, h) = g.size();
+        let s = guv::uv_overlap(&g.meshes(), w, h);
+        flagged(&mut locations, &mut seen, &g.prims, &s.overlapping_meshes);
+        rows.push((g, s));
+    }
+    // Worst first; the sort is stable, so ties keep (material, set) order.
+    rows.sort_by(|a, b| b.1.overlap_pct.total_cmp(&a.1.overlap_pct));
+    let sets: Vec<Value> = rows
+        .iter()
+        .take(MAX_LOCATIONS)
+        .map(|(g, s)| {
+            json!({
+                "set": g.set,
+                "material": material_json(g.material),
+                "resolution_px": s.plan.resolution(),
+                "scale": crate::report::num(s.plan.scale),
+                "overlap_pct": crate::report::num(s.overlap_pct),
+                "overlapping_texels": s.overlapping_texels,
+                "covered_texels": s.covered_texels,
+            })
+        })
+        .collect();
+    let (g, s) = &rows[0];
+    let max = cx.profile.get("max_uv_overlap_pct");
+    let outcome = over(s.overlap_pct, max);
+    let message = if s.overlapping_texels == 0 {
+        format!("no overlapping UVs in {}", count(groups.len() as u64, "UV layout", "UV layouts"))
+    } else {
+        format!(
+            "{}% of the covered texels overlap in {} ({} of {} texels at {} px), {} the {}% limit",
+            short(s.overlap_pct),
+            g.label(),
+            thousands(s.overlapping_texels),
+            thousands(s.covered_texels),
+            s.plan.resolution(),
+            if outcome == Outcome::Breach { "over" } else { "within" },
+            short(max)
+        )
+    };
+    measured(
+        Obj::new()
+            .num("overlap_pct", s.overlap_pct)
+            .int("overlapping_texels", s.overlapping_texels)
+            .int("covered_texels", s.covered_texels)
+            .int("resolution_px", s.plan.resolution() as u64)
+            .val("sets", Value::Array(sets))
+            .locations(&locations),
+        Obj::new().param(cx.profile, "max_uv_overlap_pct"),
+        outcome,
+        message,
+    )
+}
+
+/// Reported stretch ratios are capped here (an infinite ratio reads as this).
+pub const MAX_REPORTED_STRETCH: f64 = 1e6;
+
+/// UV-004.
+pub fn stretch(cx: &Ctx<'_>) -> CheckOutput {
+    let max_ratio = cx.profile.get("max_stretch_ratio");
+    let max_pct = cx.profile.get("max_stretched_area_pct");
+    let mut per_set: BTreeMap<usize, Vec<guv::Weighted>> = BTreeMap::new();
+    let mut locations = Vec::new();
+    for (p, inst) in drawn_primitives(cx) {
+        if !p.uvs.iter().any(Option::is_some) {
+            continue;
+        }
+        let world: Vec<[f64; 3]> = p.positions.iter().map(|&q| mat4::transform_point(&inst.world, q)).collect();
+        let mut stretched = false;
+        for (set, uvs) in p.uvs.iter().enumerate() {
+            let Some(uvs) = uvs else { continue };
+            // Texel proportions: a 2:1 texture stretches u twice as much.
+            let (w, h) = bound_texture(cx, p.material, set).unwrap_or((1, 1));
+            let side = w.max(h) as f64;
+            let (sx, sy) = (w as f64 / side, h as f64 / side);
+            let samples = per_set.entry(set).or_default();
+            samples.reserve(p.triangles.len());
+            for t in &p.triangles {
+                let [a, b, c] = t.map(|i| i as usize);
+                let (Some(&pa), Some(&pb), Some(&pc)) = (world.get(a), world.get(b), world.get(c)) else { continue };
+                let (Some(&ua), Some(&ub), Some(&uc)) = (uvs.get(a), uvs.get(b), uvs.get(c)) else { continue };
+                let uv = [ua, ub, uc].map(|q| [q[0] as f64 * sx, q[1] as f64 * sy]);
+                if let Some((area, ratio)) = guv::triangle_stretch([pa, pb, pc], uv) {
+                    stretched |= ratio > max_ratio;
+                    let order = samples.len() as u64;
+                    samples.push(guv::Weighted { value: ratio, weight: area, order });
+                }
+            }
+        }
+        if stretched {
+            locations.push(p.pointer());
+        }
+    }
+    if per_set.is_empty() {
+        return CheckOutput::Skipped(NO_UVS.into());
+    }
+    let mut rows: Vec<(usize, guv::StretchStats)> =
+        per_set.into_iter().map(|(set, mut s)| (set, guv::summarize_stretch(&mut s, max_ratio))).collect();
+    rows.sort_by(|a, b| b.1.stretched_area_pct.total_cmp(&a.1.stretched_area_pct));
+    let p95 = |s: &guv::StretchStats| s.p95.map(|x| x.min(MAX_REPORTED_STRETCH));
+    let p95_json = |s: &guv::StretchStats| p95(s).map_or(Value::Null, crate::report::num);
+    let sets: Vec<Value> = rows
+        .iter()
+        .take(MAX_LOCATIONS)
+        .map(|(set, s)| {
+            json!({
+                "set": set,
+                "stretched_area_pct": crate::report::num(s.stretched_area_pct),
+                "stretch_p95": p95_json(s),
+                "triangles": s.triangles,
+            })
+        })
+        .collect();
+    let (set, s) = &rows[0];
+    let outcome = over(s.stretched_area_pct, max_pct);
+    let p95_text = p95(s).map_or("no measurable triangles".to_string(), |x| format!("p95 ratio {}", short(x)));
+    let message = format!(
+        "{}% of the surface in TEXCOORD_{set} is stretched beyond {}:1 ({p95_text}), {} the {}% limit",
+        short(s.stretched_area_pct),
+        short(max_ratio),
+        if outcome == Outcome::Breach { "over" } else { "within" },
+        short(max_pct)
+    );
+    measured(
+        Obj::new()
+            .num("stretched_area_pct", s.stretched_area_pct)
+            .val("stretch_p95", p95_json(s))
+            .val("sets", Value::Array(sets))
+            .locations(&locations),
+        Obj::new().param(cx.profile, "max_stretch_ratio").param(cx.profile, "max_stretched_area_pct"),
+        outcome,
+        message,
+    )
+}
+
+/// UV-005.
+pub fn padding(cx: &Ctx<'_>) -> CheckOutput {
+    let groups = uv_groups(cx);
+    if groups.is_empty() {
+        return CheckOutput::Skipped(NO_UVS.into());
+    }
+    let min = cx.profile.get("min_padding_px");
+    // Search twice the minimum (at least 8 px): enough to report how far
+    // short a layout falls, without paying for distances nobody asks about.
+    let searched = (2.0 * min.max(0.0).ceil()).clamp(8.0, 2.0 * guv::MAX_SEARCH_TEXELS as f64);
+    let mut rows = Vec::with_capacity(groups.len());
+    let mut locations = Vec::new();
+    let mut seen = BTreeSet::new();
+    for g in &groups {
+        let (w, h) = g.size();
+        let s = guv::island_padding(&g.meshes(), w, h, min, searched);
+        flagged(&mut locations, &mut seen, &g.prims, &s.close_meshes);
+        rows.push((g, s));
+    }
+    let gap = |s: &guv::PaddingStats| s.min_gap_px.unwrap_or(searched);
+    rows.sort_by(|a, b| gap(&a.1).total_cmp(&gap(&b.1)));
+    let islands: u64 = rows.iter().map(|(_, s)| s.islands).sum();
+    let pairs: u64 = rows.iter().map(|(_, s)| s.close_pairs).sum();
+    let sets: Vec<Value> = rows
+        .iter()
+        .take(MAX_LOCATIONS)
+        .map(|(g, s)| {
+            json!({
+                "set": g.set,
+                "material": material_json(g.material),
+                "resolution_px": s.plan.resolution(),
+                "scale": crate::report::num(s.plan.scale),
+                "islands": s.islands,
+                "min_padding_px": crate::report::num(gap(s)),
+                "island_pairs_too_close": s.close_pairs,
+            })
+        })
+        .collect();
+    let (g, s) = &rows[0];
+    let found = s.min_gap_px;
+    let outcome = match found {
+        Some(x) if x < min => Outcome::Breach,
+        _ => Outcome::Within,
+    };
+    let message = match found {
+        None => format!(
+            "no two UV islands within {} px of each other ({})",
+            short(searched),
+            count(islands, "island", "islands")
+        ),
+        Some(x) => format!(
+            "the closest UV islands are {} px apart in {} at {} px, {} the {} px minimum; {} too close",
+            short(x),
+            g.label(),
+            s.plan.resolution(),
+            if outcome == Outcome::Breach { "under" } else { "within" },
+            short(min),
+            count(pairs, "island pair", "island pairs")
+        ),
+    };
+    measured(
+        Obj::new()
+            .num("min_padding_px", gap(s))
+            .num("searched_px", searched)
+            .int("islands", islands)
+            .int("island_pairs_too_close", pairs)
+            .val("sets", Value::Array(sets))
+            .locations(&locations),
+        Obj::new().param(cx.profile, "min_padding_px"),
         outcome,
         message,
     )

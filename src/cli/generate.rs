@@ -111,6 +111,7 @@ pub fn checks_md() -> String {
             }
         }
     }
+    s.push_str(include_str!("checks_notes.md"));
     s
 }
 

@@ -2,4 +2,6 @@
 //! bounds, triangle assembly. Checks and the loader build on these.
 
 pub mod mat4;
+pub mod mesh;
 pub mod topology;
+pub mod uv;

@@ -1,0 +1,224 @@
+//! TOP: topology-quality measurements (severity info: they measure, never
+//! judge), on the scene's one welded world mesh.
+
+use super::geo::{degenerate_flags, primitive_pointers, world};
+use super::{CheckOutput, Ctx, Obj, Outcome, measured, short};
+use crate::geom::mesh::{cross, dot, len, shape, sub};
+use serde_json::{Map, Value};
+
+const NO_TRIANGLES: &str = "the default scene draws no triangles";
+
+/// Cosine of the angle between two vectors (1 when either is zero).
+fn cosine(a: [f64; 3], b: [f64; 3]) -> f64 {
+    let (la, lb) = (len(a), len(b));
+    if la == 0.0 || lb == 0.0 {
+        return 1.0;
+    }
+    (dot(a, b) / (la * lb)).clamp(-1.0, 1.0)
+}
+
+/// Largest angle between the faces of a pair that still counts as planar (Blender's tris-to-quads default).
+pub const QUAD_MAX_FACE_ANGLE_DEG: f64 = 40.0;
+/// Corner angles of a reconstructed quad must lie within 90 +/- this.
+pub const QUAD_CORNER_TOLERANCE_DEG: f64 = 40.0;
+
+/// TOP-001.
+pub fn quad_reconstructibility(cx: &Ctx<'_>) -> CheckOutput {
+    let Some(w) = world(cx) else { return CheckOutput::Skipped(NO_TRIANGLES.into()) };
+    let t = &w.topology;
+    let degenerate = degenerate_flags(w, cx.profile.get("weld_tolerance"));
+    let p = |i: u32| t.vertices[i as usize];
+    // Limits as cosines, so no trigonometry per edge.
+    let planar = QUAD_MAX_FACE_ANGLE_DEG.to_radians().cos();
+    let corner = (90.0 - QUAD_CORNER_TOLERANCE_DEG).to_radians().cos();
+    // Candidate pairs over manifold, consistently wound edges: (score, edge
+    // index); the score is the sum of |cos| of the four corners (0 = square).
+    let mut candidates: Vec<(f64, u32)> = Vec::new();
+    for (ei, e) in t.edges.iter().enumerate() {
+        if e.count != 2 {
+            continue;
+        }
+        let f = t.faces(e);
+        if f[0].1 == f[1].1 || degenerate[f[0].0 as usize] || degenerate[f[1].0 as usize] {
+            continue;
+        }
+        let (n1, n2) = (t.normal(f[0].0), t.normal(f[1].0));
+        if dot(n1, n2) < planar {
+            continue;
+        }
+        let opposite =
+            |tri: u32| -> u32 { *t.triangles[tri as usize].iter().find(|&&v| v != e.a && v != e.b).unwrap_or(&e.a) };
+        let (c, d) = (opposite(f[0].0), opposite(f[1].0));
+        // The quad c, a, d, b: convex when each diagonal separates the other's ends.
+        let (a, b, c, d) = (p(e.a), p(e.b), p(c), p(d));
+        let n = [n1[0] + n2[0], n1[1] + n2[1], n1[2] + n2[2]];
+        let side = |x: [f64; 3], y: [f64; 3], q: [f64; 3]| dot(cross(sub(y, x), sub(q, x)), n);
+        if side(a, b, c) * side(a, b, d) >= 0.0 || side(c, d, a) * side(c, d, b) >= 0.0 {
+            continue;
+        }
+        let corners = [(c, a, d), (a, d, b), (d, b, c), (b, c, a)];
+        let mut score = 0.0;
+        let mut ok = true;
+        for (prev, at, next) in corners {
+            let cos = cosine(sub(prev, at), sub(next, at)).abs();
+            ok &= cos <= corner;
+            score += cos;
+        }
+        if ok {
+            candidates.push((score, ei as u32));
+        }
+    }
+    // Greedy matching, best quads first; ties by edge order (sorted keys), so the result is order-free.
+    candidates.sort_unstable_by(|x, y| x.0.total_cmp(&y.0).then(x.1.cmp(&y.1)));
+    let mut paired = vec![false; t.triangles.len()];
+    let mut quads = 0u64;
+    for (_, ei) in candidates {
+        let f = t.faces(&t.edges[ei as usize]);
+        let (x, y) = (f[0].0 as usize, f[1].0 as usize);
+        if !paired[x] && !paired[y] {
+            paired[x] = true;
+            paired[y] = true;
+            quads += 1;
+        }
+    }
+    let faces = t.collapsed.iter().filter(|c| !**c).count() as u64;
+    let pct = if faces > 0 { 2.0 * quads as f64 / faces as f64 * 100.0 } else { 0.0 };
+    measured(
+        Obj::new().num("quad_pct", pct).int("quads", quads).int("triangles", faces),
+        Obj::new()
+            .num("max_face_angle_deg", QUAD_MAX_FACE_ANGLE_DEG)
+            .num("corner_tolerance_deg", QUAD_CORNER_TOLERANCE_DEG),
+        Outcome::Within,
+        format!("{}% of triangles pair into {quads} planar, convex, near-square quads", short(pct)),
+    )
+}
+
+/// The regular valence of an interior vertex of a triangle mesh.
+pub const REGULAR_VALENCE: u64 = 6;
+/// Valences at or above this are counted together in the histogram.
+pub const VALENCE_HISTOGRAM_CAP: u64 = 12;
+
+/// TOP-002.
+pub fn valence_regularity(cx: &Ctx<'_>) -> CheckOutput {
+    let Some(w) = world(cx) else { return CheckOutput::Skipped(NO_TRIANGLES.into()) };
+    let t = &w.topology;
+    let n = t.vertices.len();
+    let mut valence = vec![0u64; n];
+    let mut border = vec![false; n];
+    for e in &t.edges {
+        valence[e.a as usize] += 1;
+        valence[e.b as usize] += 1;
+        if e.count != 2 {
+            border[e.a as usize] = true;
+            border[e.b as usize] = true;
+        }
+    }
+    let mut hist = vec![0u64; VALENCE_HISTOGRAM_CAP as usize + 1];
+    let mut interior = 0u64;
+    let mut regular = 0u64;
+    for v in 0..n {
+        if border[v] || valence[v] == 0 {
+            continue;
+        }
+        interior += 1;
+        regular += u64::from(valence[v] == REGULAR_VALENCE);
+        hist[valence[v].min(VALENCE_HISTOGRAM_CAP) as usize] += 1;
+    }
+    if interior == 0 {
+        return CheckOutput::Skipped("the welded mesh has no interior vertices".into());
+    }
+    let mut histogram = Map::new();
+    for (v, &c) in hist.iter().enumerate() {
+        if c > 0 {
+            let key = if v as u64 == VALENCE_HISTOGRAM_CAP { format!("{v}+") } else { v.to_string() };
+            histogram.insert(key, Value::from(c));
+        }
+    }
+    let pct = regular as f64 / interior as f64 * 100.0;
+    measured(
+        Obj::new()
+            .num("regular_valence_pct", pct)
+            .int("interior_vertices", interior)
+            .val("valence_histogram", Value::Object(histogram)),
+        Obj::new().int("regular_valence", REGULAR_VALENCE),
+        Outcome::Within,
+        format!("{}% of {interior} interior vertices have valence {REGULAR_VALENCE}", short(pct)),
+    )
+}
+
+/// TOP-003.
+pub fn triangle_regularity(cx: &Ctx<'_>) -> CheckOutput {
+    let Some(w) = world(cx) else { return CheckOutput::Skipped(NO_TRIANGLES.into()) };
+    let mut q: Vec<f64> = w
+        .triangles
+        .iter()
+        .map(|tri| {
+            let [a, b, c] = tri.map(|i| w.points[i as usize]);
+            shape(a, b, c).quality
+        })
+        .filter(|x| x.is_finite())
+        .collect();
+    if q.is_empty() {
+        return CheckOutput::Skipped("no triangle has finite positions".into());
+    }
+    // Summed in a fixed order: the same bytes give the same mean.
+    let mean = q.iter().sum::<f64>() / q.len() as f64;
+    let k = ((q.len() as f64 - 1.0) * 0.05).floor() as usize;
+    let (_, p5, _) = q.select_nth_unstable_by(k, f64::total_cmp);
+    let p5 = *p5;
+    measured(
+        Obj::new().num("quality_mean", mean).num("quality_p5", p5).int("triangles", q.len() as u64),
+        Obj::new(),
+        Outcome::Within,
+        format!(
+            "triangle quality mean {} and 5th percentile {} (1 = equilateral, 0 = degenerate)",
+            short(mean),
+            short(p5)
+        ),
+    )
+}
+
+/// TOP-004.
+pub fn hard_edges(cx: &Ctx<'_>) -> CheckOutput {
+    let Some(w) = world(cx) else { return CheckOutput::Skipped(NO_TRIANGLES.into()) };
+    let t = &w.topology;
+    let hard_angle = cx.profile.get("hard_angle_deg");
+    let hard_cos = hard_angle.to_radians().cos();
+    let (mut total_len, mut hard_len, mut hard) = (0.0f64, 0.0f64, 0u64);
+    let mut hard_faces = Vec::new();
+    for e in t.edges.iter().filter(|e| e.count == 2) {
+        let f = t.faces(e);
+        let (n1, mut n2) = (t.normal(f[0].0), t.normal(f[1].0));
+        if f[0].1 == f[1].1 {
+            // Inconsistent winding: compare the faces as if wound alike.
+            n2 = [-n2[0], -n2[1], -n2[2]];
+        }
+        let l = len(sub(t.vertices[e.a as usize], t.vertices[e.b as usize]));
+        total_len += l;
+        // Unit normals: the angle is at least hard_angle when the cosine is at most its cosine.
+        if n1 != [0.0; 3] && n2 != [0.0; 3] && dot(n1, n2) <= hard_cos + 1e-12 {
+            hard_len += l;
+            hard += 1;
+            hard_faces.push(f[0].0);
+        }
+    }
+    if total_len <= 0.0 {
+        return CheckOutput::Skipped("the welded mesh has no interior edges".into());
+    }
+    let pct = hard_len / total_len * 100.0;
+    let locations = primitive_pointers(cx, w, hard_faces.into_iter());
+    measured(
+        Obj::new()
+            .num("hard_edge_length_pct", pct)
+            .int("hard_edges", hard)
+            .num("interior_edge_length_m", total_len)
+            .locations(&locations),
+        Obj::new().param(cx.profile, "hard_angle_deg").param(cx.profile, "weld_tolerance"),
+        Outcome::Within,
+        format!(
+            "{}% of interior edge length is hard ({hard} edges at {} degrees or more)",
+            short(pct),
+            short(hard_angle)
+        ),
+    )
+}
