@@ -13,6 +13,7 @@ use crate::geom::mat4::{self, Aabb, Mat4};
 use crate::geom::mesh::Topology;
 use crate::geom::topology;
 use gltf::json::validation::Checked;
+use rayon::prelude::*;
 use std::collections::HashMap;
 use std::sync::OnceLock;
 
@@ -145,7 +146,7 @@ impl Scene {
         for (ii, inst) in self.instances.iter().enumerate() {
             let prim = &self.primitives[inst.primitive];
             let base = points.len() as u32;
-            points.extend(prim.positions.iter().map(|p| mat4::transform_point(&inst.world, *p)));
+            points.par_extend(prim.positions.par_iter().map(|p| mat4::transform_point(&inst.world, *p)));
             // A mirroring transform reverses the winding (glTF 2.0, 3.7.4).
             let mirrored = inst.mirrored();
             for t in &prim.triangles {

@@ -5,6 +5,7 @@ use super::{CheckOutput, Ctx, Obj, Outcome, count, measured, short};
 use crate::asset::scene::WorldMesh;
 use crate::geom::mat4::Aabb;
 use crate::geom::mesh::shape;
+use rayon::prelude::*;
 use std::collections::BTreeSet;
 
 const NO_TRIANGLES: &str = "the default scene draws no triangles";
@@ -116,7 +117,7 @@ pub fn is_degenerate(w: &WorldMesh, t: usize, tol: f64) -> bool {
 
 /// The degenerate flag of every triangle, computed once per report.
 pub fn degenerate_flags(w: &WorldMesh, tol: f64) -> &[bool] {
-    w.degenerate.get_or_init(|| (0..w.triangles.len()).map(|t| is_degenerate(w, t, tol)).collect())
+    w.degenerate.get_or_init(|| (0..w.triangles.len()).into_par_iter().map(|t| is_degenerate(w, t, tol)).collect())
 }
 
 /// GEO-004.

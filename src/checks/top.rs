@@ -4,6 +4,7 @@
 use super::geo::{degenerate_flags, primitive_pointers, world};
 use super::{CheckOutput, Ctx, Obj, Outcome, measured, short};
 use crate::geom::mesh::{cross, dot, len, shape, sub};
+use rayon::prelude::*;
 use serde_json::{Map, Value};
 
 const NO_TRIANGLES: &str = "the default scene draws no triangles";
@@ -33,41 +34,45 @@ pub fn quad_reconstructibility(cx: &Ctx<'_>) -> CheckOutput {
     let corner = (90.0 - QUAD_CORNER_TOLERANCE_DEG).to_radians().cos();
     // Candidate pairs over manifold, consistently wound edges: (score, edge
     // index); the score is the sum of |cos| of the four corners (0 = square).
-    let mut candidates: Vec<(f64, u32)> = Vec::new();
-    for (ei, e) in t.edges.iter().enumerate() {
-        if e.count != 2 {
-            continue;
-        }
-        let f = t.faces(e);
-        if f[0].1 == f[1].1 || degenerate[f[0].0 as usize] || degenerate[f[1].0 as usize] {
-            continue;
-        }
-        let (n1, n2) = (t.normal(f[0].0), t.normal(f[1].0));
-        if dot(n1, n2) < planar {
-            continue;
-        }
-        let opposite =
-            |tri: u32| -> u32 { *t.triangles[tri as usize].iter().find(|&&v| v != e.a && v != e.b).unwrap_or(&e.a) };
-        let (c, d) = (opposite(f[0].0), opposite(f[1].0));
-        // The quad c, a, d, b: convex when each diagonal separates the other's ends.
-        let (a, b, c, d) = (p(e.a), p(e.b), p(c), p(d));
-        let n = [n1[0] + n2[0], n1[1] + n2[1], n1[2] + n2[2]];
-        let side = |x: [f64; 3], y: [f64; 3], q: [f64; 3]| dot(cross(sub(y, x), sub(q, x)), n);
-        if side(a, b, c) * side(a, b, d) >= 0.0 || side(c, d, a) * side(c, d, b) >= 0.0 {
-            continue;
-        }
-        let corners = [(c, a, d), (a, d, b), (d, b, c), (b, c, a)];
-        let mut score = 0.0;
-        let mut ok = true;
-        for (prev, at, next) in corners {
-            let cos = cosine(sub(prev, at), sub(next, at)).abs();
-            ok &= cos <= corner;
-            score += cos;
-        }
-        if ok {
-            candidates.push((score, ei as u32));
-        }
-    }
+    // Edges in parallel; the collected list keeps edge order.
+    let mut candidates: Vec<(f64, u32)> = t
+        .edges
+        .par_iter()
+        .enumerate()
+        .filter_map(|(ei, e)| {
+            if e.count != 2 {
+                return None;
+            }
+            let f = t.faces(e);
+            if f[0].1 == f[1].1 || degenerate[f[0].0 as usize] || degenerate[f[1].0 as usize] {
+                return None;
+            }
+            let (n1, n2) = (t.normal(f[0].0), t.normal(f[1].0));
+            if dot(n1, n2) < planar {
+                return None;
+            }
+            let opposite = |tri: u32| -> u32 {
+                *t.triangles[tri as usize].iter().find(|&&v| v != e.a && v != e.b).unwrap_or(&e.a)
+            };
+            let (c, d) = (opposite(f[0].0), opposite(f[1].0));
+            // The quad c, a, d, b: convex when each diagonal separates the other's ends.
+            let (a, b, c, d) = (p(e.a), p(e.b), p(c), p(d));
+            let n = [n1[0] + n2[0], n1[1] + n2[1], n1[2] + n2[2]];
+            let side = |x: [f64; 3], y: [f64; 3], q: [f64; 3]| dot(cross(sub(y, x), sub(q, x)), n);
+            if side(a, b, c) * side(a, b, d) >= 0.0 || side(c, d, a) * side(c, d, b) >= 0.0 {
+                return None;
+            }
+            let corners = [(c, a, d), (a, d, b), (d, b, c), (b, c, a)];
+            let mut score = 0.0;
+            let mut ok = true;
+            for (prev, at, next) in corners {
+                let cos = cosine(sub(prev, at), sub(next, at)).abs();
+                ok &= cos <= corner;
+                score += cos;
+            }
+            ok.then_some((score, ei as u32))
+        })
+        .collect();
     // Greedy matching, best quads first; ties by edge order (sorted keys), so the result is order-free.
     candidates.sort_unstable_by(|x, y| x.0.total_cmp(&y.0).then(x.1.cmp(&y.1)));
     let mut paired = vec![false; t.triangles.len()];
@@ -151,7 +156,7 @@ pub fn triangle_regularity(cx: &Ctx<'_>) -> CheckOutput {
     let Some(w) = world(cx) else { return CheckOutput::Skipped(NO_TRIANGLES.into()) };
     let mut q: Vec<f64> = w
         .triangles
-        .iter()
+        .par_iter()
         .map(|tri| {
             let [a, b, c] = tri.map(|i| w.points[i as usize]);
             shape(a, b, c).quality

@@ -13,6 +13,7 @@
 //!   walk over manifold edges. Results do not depend on triangle or vertex
 //!   order.
 
+use rayon::prelude::*;
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 
@@ -458,7 +459,7 @@ impl Topology {
         drop(label);
         let (orientation, patch, patch_count) = orient(triangles.len(), &collapsed, &edges, &edge_faces);
         let normals = triangles
-            .iter()
+            .par_iter()
             .map(|t| normal(vertices[t[0] as usize], vertices[t[1] as usize], vertices[t[2] as usize]))
             .collect();
         Topology {
