@@ -104,7 +104,7 @@ pub fn texture_memory(cx: &Ctx<'_>) -> CheckOutput {
         Obj::new().param(cx.profile, "max_texture_mem"),
         over(total as f64, max),
         format!(
-            "{} of GPU texture memory for {} images, {verdict} the budget of {} ({})",
+            "{} of GPU texture memory for {}, {verdict} the budget of {} ({})",
             bytes_h(total),
             count(ok.len() as u64, "image", "images"),
             bytes_h(max as u64),
