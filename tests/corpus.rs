@@ -119,6 +119,9 @@ fn hand_checked_facts() {
     assert_eq!(tris("khronos-asset-generator/Mesh_PrimitiveMode_00.zip"), 0.0);
     assert_eq!(tris("khronos-asset-generator/Mesh_PrimitiveMode_11.zip"), 2.0);
     assert_eq!(tris("khronos-asset-generator/Mesh_PrimitiveMode_12.zip"), 2.0);
+    // Morph targets at the mesh's default weights (0.5, 0.5) lift the apex from y 0.5 to 1.5.
+    let r = util::validate_path(&util::model("khronos-sample-models/SimpleMorph.gltf")).unwrap();
+    assert_eq!(check(&r, "XFM-001").measured["bounds_max"], serde_json::json!([1, 1.5, 0]));
     // Sparse accessors are honoured (the sparse values move the top vertices up).
     let r = util::validate_path(&util::model("khronos-sample-models/SimpleSparseAccessor.gltf")).unwrap();
     assert!(measured_f64(check(&r, "XFM-001"), "largest_extent_m") > 5.0);

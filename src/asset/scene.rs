@@ -411,6 +411,35 @@ fn read_instancing(data: &DocData<'_>, node: usize, ext: &serde_json::Value) -> 
         .collect())
 }
 
+/// Moves positions to the mesh's default pose: each morph target's POSITION
+/// displacement times the mesh's default `weights` (glTF 2.0, 3.7.2.2).
+/// Targets whose length does not match the primitive's are left out (the
+/// validator reports them).
+fn apply_default_morph(
+    data: &DocData<'_>,
+    mesh: usize,
+    json: &gltf::json::mesh::Primitive,
+    positions: &mut [[f32; 3]],
+) -> Result<()> {
+    let (Some(targets), Some(weights)) = (&json.targets, &data.root.meshes[mesh].weights) else { return Ok(()) };
+    for (target, &w) in targets.iter().zip(weights) {
+        let Some(acc) = target.positions else { continue };
+        if w == 0.0 || !w.is_finite() {
+            continue;
+        }
+        let delta = data.read_vecs::<3>(acc.value())?;
+        if delta.len() != positions.len() {
+            continue;
+        }
+        for (p, d) in positions.iter_mut().zip(&delta) {
+            for (c, dc) in p.iter_mut().zip(d) {
+                *c += w * dc;
+            }
+        }
+    }
+    Ok(())
+}
+
 fn uv_set(semantic: &Checked<gltf::json::mesh::Semantic>) -> Option<usize> {
     match semantic {
         Checked::Valid(gltf::json::mesh::Semantic::TexCoords(n)) if (*n as usize) < MAX_UV_SETS => Some(*n as usize),
@@ -440,6 +469,7 @@ fn decode_primitive(data: &DocData<'_>, mesh: usize, index: usize) -> Result<Pri
         if let Some(acc) = json.attributes.get(&Checked::Valid(gltf::json::mesh::Semantic::Positions)) {
             prim.positions = data.read_vecs::<3>(acc.value())?;
         }
+        apply_default_morph(data, mesh, json, &mut prim.positions)?;
         for (semantic, acc) in &json.attributes {
             if let Some(set) = uv_set(semantic) {
                 prim.uvs[set] = Some(data.read_vecs::<2>(acc.value())?);

@@ -476,7 +476,7 @@ pub static CATALOG: &[CheckDef] = &[
         category: "transform",
         severity: Severity::Warning,
         params: &["min_extent", "max_extent"],
-        what: "Computes the world-space bounding box of everything the default scene draws (real vertex positions through every node transform and GPU instance; skinned meshes in their default pose) and compares its largest side, in metres, with min_extent and max_extent.",
+        what: "Computes the world-space bounding box of everything the default scene draws (real vertex positions through every node transform and GPU instance; morph targets at the mesh's default weights; skinned meshes in their default pose) and compares its largest side, in metres, with min_extent and max_extent.",
         why: "glTF units are metres; an asset exported in centimetres is 100 times too large in AR and in scenes that mix assets.",
         fix: "Apply the unit conversion at export (Blender: Unit Scale; 3ds Max/Maya: export in metres) or scale the root node.",
         measured: &[
