@@ -12,7 +12,7 @@
 #                     MESHCHECK_BIN is set; it gets exactly the peers' input.
 #                     By default meshcheck runs SPEC-001, which starts the
 #                     same Khronos validator in a Node child process.
-#   meshcheck-own     The same with `--skip SPEC-001`: meshcheck's own loader
+#   meshcheck-own     The same with `--skip SPEC-001,GEO,TOP,UV-002,UV-004,UV-005`: meshcheck's own loader
 #                     and checks only, no Node.
 #
 # Usage: bench/peers.sh FILE...   (.glb, .gltf, or .zip bundles; neither peer
@@ -179,7 +179,7 @@ for file in "$@"; do
         gltf-validator) cmd=(node "$SCRATCH/validate.cjs" "$input") ;;
         gltf-transform) cmd=(node "$SCRATCH/inspect.mjs" "$input") ;;
         meshcheck-cli) cmd=("$MESHCHECK_BIN" validate "$input" --format json) ;;
-        meshcheck-own) cmd=("$MESHCHECK_BIN" validate "$input" --format json --skip SPEC-001) ;;
+        meshcheck-own) cmd=("$MESHCHECK_BIN" validate "$input" --format json --skip SPEC-001,GEO,TOP,UV-002,UV-004,UV-005) ;;
         esac
         if stats=$(measure "${cmd[@]}"); then
             printf '%s\t%s\t%s\t%s\n' "$tool" "$file" "$stats" "$input"

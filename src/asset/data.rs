@@ -6,7 +6,7 @@
 //! per-file budget before memory is allocated, so a file that claims more
 //! than it holds is MALFORMED_GLTF rather than a panic or a huge allocation.
 
-use crate::error::{Error, ErrorCode, Result};
+use crate::error::{Error, Result};
 use gltf::json::Root;
 use gltf::json::validation::Checked;
 use std::cell::{Cell, OnceCell};
@@ -536,9 +536,4 @@ fn convert_into(
         }
         (Component::U32, false) => each::<4>(out, bytes, stride, count, n, |b| u32::from_le_bytes(b) as f32),
     }
-}
-
-/// True when an error means the bundle lacks a resource (as opposed to a bad document).
-pub fn is_incomplete(e: &Error) -> bool {
-    e.code == ErrorCode::BundleIncomplete
 }
