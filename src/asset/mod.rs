@@ -152,24 +152,32 @@ impl Opened {
     }
 }
 
-/// Sniffs the input, hashes it, and opens a zip bundle (under its limits).
+/// Sniffs the input, and opens a zip bundle (under its limits) while
+/// hashing it. The hash of a GLB or .gltf, which is also the main file, is
+/// left to [`load_opened`], which takes it beside the parse: `info.sha256`
+/// is empty until then.
 pub fn open(input: Input) -> Result<Opened> {
     let Input { filename, bytes, resolver } = input;
-    let sha256 = hex(&Sha256::digest(&bytes));
     let input_bytes = bytes.len() as u64;
     let kind = sniff(&bytes)?;
-    let (format, main_file, main, resolver): (InputFormat, Option<String>, Vec<u8>, Box<dyn Resolver>) = match kind {
-        Sniffed::Glb => (InputFormat::Glb, None, bytes, resolver),
-        Sniffed::Json => (InputFormat::Gltf, None, bytes, resolver),
-        Sniffed::Zip => {
-            let mut zipped = bundle::ZipBundle::open(&bytes)?;
-            let main_file = zipped.main_file.clone();
-            let main = zipped.take_main();
-            (InputFormat::Zip, Some(main_file), main, Box::new(zipped.into_resolver()))
-        }
-    };
+    let (format, main_file, main, resolver, sha256): (InputFormat, Option<String>, Vec<u8>, Box<dyn Resolver>, String) =
+        match kind {
+            Sniffed::Glb => (InputFormat::Glb, None, bytes, resolver, String::new()),
+            Sniffed::Json => (InputFormat::Gltf, None, bytes, resolver, String::new()),
+            Sniffed::Zip => {
+                let (sha256, zipped) = rayon::join(|| sha256_hex(&bytes), || bundle::ZipBundle::open(&bytes));
+                let mut zipped = zipped?;
+                let main_file = zipped.main_file.clone();
+                let main = zipped.take_main();
+                (InputFormat::Zip, Some(main_file), main, Box::new(zipped.into_resolver()), sha256)
+            }
+        };
     let info = InputInfo { filename, format, bytes: input_bytes, sha256, main_file };
     Ok(Opened { info, main, resolver })
+}
+
+fn sha256_hex(bytes: &[u8]) -> String {
+    hex(&Sha256::digest(bytes))
 }
 
 /// Reads an input into an [`Asset`].
@@ -179,6 +187,18 @@ pub fn load(input: Input) -> Result<Asset> {
 
 /// Reads an opened input into an [`Asset`].
 pub fn load_opened(opened: &Opened) -> Result<Asset> {
+    let mut info = opened.info.clone();
+    if info.sha256.is_empty() {
+        // A GLB or .gltf is its own main file: hash it beside the parse.
+        let (sha256, asset) = rayon::join(|| sha256_hex(&opened.main), || load_main(opened));
+        info.sha256 = sha256;
+        return asset.map(|a| Asset { info, ..a });
+    }
+    load_main(opened).map(|a| Asset { info, ..a })
+}
+
+/// [`load_opened`] without the hash (the returned `info` is the opened one).
+fn load_main(opened: &Opened) -> Result<Asset> {
     let main_bytes = &opened.main[..];
     let resolver = opened.resolver.as_ref();
     let input_bytes = opened.info.bytes;

@@ -158,6 +158,41 @@ fn box_gap(a: &Aabb, b: &Aabb) -> f64 {
     d2.sqrt()
 }
 
+/// The bounding box of every shell's triangles, and of all of them. With
+/// few shells, chunks of triangles are boxed on all cores and merged (min
+/// and max are exact in any order); with many, one pass.
+fn shell_boxes(t: &crate::geom::mesh::Topology) -> (Vec<Aabb>, Aabb) {
+    let boxes_of = |range: std::ops::Range<usize>| {
+        let mut boxes = vec![Aabb::empty(); t.shell_count];
+        for ti in range {
+            let s = t.shell[ti];
+            if s != u32::MAX {
+                for &v in &t.triangles[ti] {
+                    boxes[s as usize].add(t.vertices[v as usize]);
+                }
+            }
+        }
+        boxes
+    };
+    let n = t.triangles.len();
+    let boxes = if t.shell_count <= 4096 && n >= 65_536 {
+        let chunk = n.div_ceil(8);
+        (0..8)
+            .into_par_iter()
+            .map(|c| boxes_of(c * chunk..((c + 1) * chunk).min(n)))
+            .reduce_with(|mut a, b| {
+                a.iter_mut().zip(&b).for_each(|(x, y)| x.union(y));
+                a
+            })
+            .unwrap_or_default()
+    } else {
+        boxes_of(0..n)
+    };
+    let mut scene_box = Aabb::empty();
+    boxes.iter().for_each(|b| scene_box.union(b));
+    (boxes, scene_box)
+}
+
 /// GEO-007.
 pub fn floating_debris(cx: &Ctx<'_>) -> CheckOutput {
     let Some(w) = world(cx) else { return CheckOutput::Skipped(NO_TRIANGLES.into()) };
@@ -166,18 +201,7 @@ pub fn floating_debris(cx: &Ctx<'_>) -> CheckOutput {
         return CheckOutput::Skipped("every triangle is degenerate".into());
     }
     let sizes = t.shell_sizes();
-    let mut boxes = vec![Aabb::empty(); t.shell_count];
-    let mut scene_box = Aabb::empty();
-    for (ti, tri) in t.triangles.iter().enumerate() {
-        let s = t.shell[ti];
-        if s == u32::MAX {
-            continue;
-        }
-        for &v in tri {
-            boxes[s as usize].add(t.vertices[v as usize]);
-            scene_box.add(t.vertices[v as usize]);
-        }
-    }
+    let (boxes, scene_box) = shell_boxes(t);
     // The main shell: most triangles; ties go to the larger box, then the lower label.
     let main = (0..t.shell_count)
         .max_by(|&a, &b| {
