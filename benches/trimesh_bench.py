@@ -32,7 +32,8 @@ Usage:
 
 Prints markdown to stdout, progress to stderr. Exits 1 when the two sides
 disagree on a result or a run fails; with --strict also when a target
-(>= 10x faster than trimesh, whole run on 1M triangles < 1 s, peak RSS
+(>= 10x faster than trimesh computing the same quantities, that is
+meshcheck with GEO only, whole run on 1M triangles < 1 s, peak RSS
 < 400 MB) is missed. Default files: FlightHelmet.zip,
 subpass_scene_opaque.gltf, NormalTangentTest.glb and terrain.glb.
 """
@@ -369,12 +370,13 @@ def main() -> int:
     print(f"- 1M-triangle mesh: {sphere_note}\n")
     print("| file | triangles | trimesh checks (s) | trimesh with load (s) | meshcheck GEO,TOP process (s) "
           "| speedup (with load) | speedup (checks only) | meshcheck peak RSS (MB) | meshcheck GEO only (s) "
+          "| speedup, GEO only (with load) "
           "| meshcheck whole run, SPEC-001 skipped (s) | trimesh peak RSS (MB) | same results |")
-    print("|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|")
+    print("|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|")
     for row in rows:
         print(f"| {row['name']} | {row['tris']:,} | {row['tm_checks']:.3f} | {row['tm_load']:.3f} | {row['mc']:.3f} "
               f"| {row['tm_load'] / row['mc']:.1f}x | {row['tm_checks'] / row['mc']:.1f}x | {row['mc_rss']:.1f} "
-              f"| {row['geo_s']:.3f} | {row['all_s']:.3f} | {row['tm_rss']:.1f} | {'yes' if row['agree'] else 'NO'} |")
+              f"| {row['geo_s']:.3f} | {row['tm_load'] / row['geo_s']:.1f}x | {row['all_s']:.3f} | {row['tm_rss']:.1f} | {'yes' if row['agree'] else 'NO'} |")
     print("\nspeedup = trimesh seconds / meshcheck GEO,TOP process seconds (the process also runs TOP-001..004, "
           "which trimesh does not, and starts up, which the trimesh figures exclude). trimesh peak RSS: its child "
           "process, over the warm-up and all runs, Python and imports included.")
@@ -391,13 +393,14 @@ def main() -> int:
         if not row["agree"]:
             ok = False
     if big:
-        speed = big["tm_load"] / big["mc"]
+        speed = big["tm_load"] / big["geo_s"]
         checks = [
-            (f"at least {TARGET_SPEEDUP:g}x faster than trimesh (1M triangles, with load vs whole process)",
+            (f"at least {TARGET_SPEEDUP:g}x faster than trimesh computing the same quantities (1M triangles: "
+             "trimesh with load against the whole meshcheck process with GEO only)",
              speed >= TARGET_SPEEDUP, f"{speed:.1f}x"),
-            (f"at least {TARGET_SPEEDUP:g}x faster than trimesh on every file (with load)",
-             all(r["tm_load"] / r["mc"] >= TARGET_SPEEDUP for r in rows),
-             ", ".join(f"{r['tm_load'] / r['mc']:.1f}x" for r in rows)),
+            (f"at least {TARGET_SPEEDUP:g}x faster than trimesh on every file (same comparison)",
+             all(r["tm_load"] / r["geo_s"] >= TARGET_SPEEDUP for r in rows),
+             ", ".join(f"{r['tm_load'] / r['geo_s']:.1f}x" for r in rows)),
             (f"whole checks_only run without SPEC-001 on 1M triangles under {TARGET_1M_SECONDS:g} s "
              "(`--skip SPEC-001`, every other check)", big["all_s"] < TARGET_1M_SECONDS, f"{big['all_s']:.3f} s"),
             (f"peak memory under {TARGET_RSS_MB:g} MB (meshcheck, every file, whole run)",
@@ -407,6 +410,8 @@ def main() -> int:
         for text, passed, value in checks:
             print(f"- {'PASS' if passed else 'FAIL'}: {text}: {value}")
             ok = ok and (passed or not args.strict)
+        print(f"- (not a target) with TOP-001..004 as well, which trimesh does not compute, 1M triangles: "
+              f"{big['tm_load'] / big['mc']:.1f}x")
     print(f"- {'PASS' if all(r['agree'] for r in rows) else 'FAIL'}: both sides measured the same triangles, "
           "boundary and non-manifold edges, shells and degenerate triangles")
     return 0 if ok else 1
