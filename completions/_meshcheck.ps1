@@ -28,6 +28,7 @@ Register-ArgumentCompleter -Native -CommandName 'meshcheck' -ScriptBlock {
             [CompletionResult]::new('validate', 'validate', [CompletionResultType]::ParameterValue, 'Validate assets (files or folders) and print their reports')
             [CompletionResult]::new('checks', 'checks', [CompletionResultType]::ParameterValue, 'List the check catalog with the thresholds of a profile')
             [CompletionResult]::new('profiles', 'profiles', [CompletionResultType]::ParameterValue, 'Show the built-in budget profiles side by side')
+            [CompletionResult]::new('render', 'render', [CompletionResultType]::ParameterValue, 'Render stills (and a turntable GIF) of one asset under the studio rig')
             [CompletionResult]::new('generate', 'generate', [CompletionResultType]::ParameterValue, 'Regenerate completions, man pages, schemas and docs/checks.md (for maintainers)')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
             break
@@ -45,6 +46,8 @@ Register-ArgumentCompleter -Native -CommandName 'meshcheck' -ScriptBlock {
             [CompletionResult]::new('--validator-timeout', '--validator-timeout', [CompletionResultType]::ParameterName, 'Seconds the glTF-Validator may spend on one file before SPEC-001 is skipped with "validator timed out"')
             [CompletionResult]::new('-j', '-j', [CompletionResultType]::ParameterName, 'Files validated in parallel [default: all cores]')
             [CompletionResult]::new('--jobs', '--jobs', [CompletionResultType]::ParameterName, 'Files validated in parallel [default: all cores]')
+            [CompletionResult]::new('--watermark', '--watermark', [CompletionResultType]::ParameterName, 'With --mode full: stamp this text on the stills')
+            [CompletionResult]::new('--screenshots', '--screenshots', [CompletionResultType]::ParameterName, 'With --mode full: write the six standard stills next to the report (into --output-dir, or NAME-screenshots/ in the current directory) and list them under `screenshots`')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
@@ -68,6 +71,20 @@ Register-ArgumentCompleter -Native -CommandName 'meshcheck' -ScriptBlock {
             [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
             break
         }
+        'meshcheck;render' {
+            [CompletionResult]::new('--angles', '--angles', [CompletionResultType]::ParameterName, 'Views as JSON, e.g. ''[{"rv":30,"rh":45}]'': rv elevation -90..90, rh azimuth 0..360 around +Y from the front; at most 12 [default: the six standard views front, right, back, left, top, three_quarter]')
+            [CompletionResult]::new('--size', '--size', [CompletionResultType]::ParameterName, 'Width and height of each still, 128 to 1024')
+            [CompletionResult]::new('--background', '--background', [CompletionResultType]::ParameterName, 'Background: ''#RRGGBB'' or transparent')
+            [CompletionResult]::new('--lighting', '--lighting', [CompletionResultType]::ParameterName, 'Lighting rig')
+            [CompletionResult]::new('--turntable', '--turntable', [CompletionResultType]::ParameterName, 'Also render a turntable GIF, e.g. ''{"frames":36,"format":"gif","size":512}'' (frames 8..120, default 36; size 128..1024, default 512; gif only)')
+            [CompletionResult]::new('--out', '--out', [CompletionResultType]::ParameterName, 'Folder for the PNGs and turntable.gif [default: FILE-STEM-render]')
+            [CompletionResult]::new('--watermark', '--watermark', [CompletionResultType]::ParameterName, 'Stamp this text on the stills')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
         'meshcheck;generate' {
             [CompletionResult]::new('--dir', '--dir', [CompletionResultType]::ParameterName, 'The repository root to write into')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
@@ -80,6 +97,7 @@ Register-ArgumentCompleter -Native -CommandName 'meshcheck' -ScriptBlock {
             [CompletionResult]::new('validate', 'validate', [CompletionResultType]::ParameterValue, 'Validate assets (files or folders) and print their reports')
             [CompletionResult]::new('checks', 'checks', [CompletionResultType]::ParameterValue, 'List the check catalog with the thresholds of a profile')
             [CompletionResult]::new('profiles', 'profiles', [CompletionResultType]::ParameterValue, 'Show the built-in budget profiles side by side')
+            [CompletionResult]::new('render', 'render', [CompletionResultType]::ParameterValue, 'Render stills (and a turntable GIF) of one asset under the studio rig')
             [CompletionResult]::new('generate', 'generate', [CompletionResultType]::ParameterValue, 'Regenerate completions, man pages, schemas and docs/checks.md (for maintainers)')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
             break
@@ -91,6 +109,9 @@ Register-ArgumentCompleter -Native -CommandName 'meshcheck' -ScriptBlock {
             break
         }
         'meshcheck;help;profiles' {
+            break
+        }
+        'meshcheck;help;render' {
             break
         }
         'meshcheck;help;generate' {

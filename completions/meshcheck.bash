@@ -28,6 +28,9 @@ _meshcheck() {
             meshcheck,profiles)
                 cmd="meshcheck__subcmd__profiles"
                 ;;
+            meshcheck,render)
+                cmd="meshcheck__subcmd__render"
+                ;;
             meshcheck,validate)
                 cmd="meshcheck__subcmd__validate"
                 ;;
@@ -43,6 +46,9 @@ _meshcheck() {
             meshcheck__subcmd__help,profiles)
                 cmd="meshcheck__subcmd__help__subcmd__profiles"
                 ;;
+            meshcheck__subcmd__help,render)
+                cmd="meshcheck__subcmd__help__subcmd__render"
+                ;;
             meshcheck__subcmd__help,validate)
                 cmd="meshcheck__subcmd__help__subcmd__validate"
                 ;;
@@ -53,7 +59,7 @@ _meshcheck() {
 
     case "${cmd}" in
         meshcheck)
-            opts="-h -V --help --version validate checks profiles generate help"
+            opts="-h -V --help --version validate checks profiles render generate help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -107,7 +113,7 @@ _meshcheck() {
             return 0
             ;;
         meshcheck__subcmd__help)
-            opts="validate checks profiles generate help"
+            opts="validate checks profiles render generate help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -176,6 +182,20 @@ _meshcheck() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        meshcheck__subcmd__help__subcmd__render)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         meshcheck__subcmd__help__subcmd__validate)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
@@ -208,8 +228,50 @@ _meshcheck() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        meshcheck__subcmd__render)
+            opts="-h -V --angles --size --background --lighting --turntable --out --watermark --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --angles)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --size)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --background)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --lighting)
+                    COMPREPLY=($(compgen -W "studio" -- "${cur}"))
+                    return 0
+                    ;;
+                --turntable)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --out)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --watermark)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         meshcheck__subcmd__validate)
-            opts="-j -h -V --format --output-dir --profile --override --weld-tolerance --only --skip --fail-on --mode --validator-timeout --jobs --help --version"
+            opts="-j -h -V --format --output-dir --profile --override --weld-tolerance --only --skip --fail-on --mode --validator-timeout --jobs --screenshots --watermark --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -260,6 +322,10 @@ _meshcheck() {
                     return 0
                     ;;
                 -j)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --watermark)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -25,6 +25,7 @@ set edit:completion:arg-completer[meshcheck] = {|@words|
             cand validate 'Validate assets (files or folders) and print their reports'
             cand checks 'List the check catalog with the thresholds of a profile'
             cand profiles 'Show the built-in budget profiles side by side'
+            cand render 'Render stills (and a turntable GIF) of one asset under the studio rig'
             cand generate 'Regenerate completions, man pages, schemas and docs/checks.md (for maintainers)'
             cand help 'Print this message or the help of the given subcommand(s)'
         }
@@ -41,6 +42,8 @@ set edit:completion:arg-completer[meshcheck] = {|@words|
             cand --validator-timeout 'Seconds the glTF-Validator may spend on one file before SPEC-001 is skipped with "validator timed out"'
             cand -j 'Files validated in parallel [default: all cores]'
             cand --jobs 'Files validated in parallel [default: all cores]'
+            cand --watermark 'With --mode full: stamp this text on the stills'
+            cand --screenshots 'With --mode full: write the six standard stills next to the report (into --output-dir, or NAME-screenshots/ in the current directory) and list them under `screenshots`'
             cand -h 'Print help (see more with ''--help'')'
             cand --help 'Print help (see more with ''--help'')'
             cand -V 'Print version'
@@ -61,6 +64,19 @@ set edit:completion:arg-completer[meshcheck] = {|@words|
             cand -V 'Print version'
             cand --version 'Print version'
         }
+        &'meshcheck;render'= {
+            cand --angles 'Views as JSON, e.g. ''[{"rv":30,"rh":45}]'': rv elevation -90..90, rh azimuth 0..360 around +Y from the front; at most 12 [default: the six standard views front, right, back, left, top, three_quarter]'
+            cand --size 'Width and height of each still, 128 to 1024'
+            cand --background 'Background: ''#RRGGBB'' or transparent'
+            cand --lighting 'Lighting rig'
+            cand --turntable 'Also render a turntable GIF, e.g. ''{"frames":36,"format":"gif","size":512}'' (frames 8..120, default 36; size 128..1024, default 512; gif only)'
+            cand --out 'Folder for the PNGs and turntable.gif [default: FILE-STEM-render]'
+            cand --watermark 'Stamp this text on the stills'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
         &'meshcheck;generate'= {
             cand --dir 'The repository root to write into'
             cand -h 'Print help'
@@ -72,6 +88,7 @@ set edit:completion:arg-completer[meshcheck] = {|@words|
             cand validate 'Validate assets (files or folders) and print their reports'
             cand checks 'List the check catalog with the thresholds of a profile'
             cand profiles 'Show the built-in budget profiles side by side'
+            cand render 'Render stills (and a turntable GIF) of one asset under the studio rig'
             cand generate 'Regenerate completions, man pages, schemas and docs/checks.md (for maintainers)'
             cand help 'Print this message or the help of the given subcommand(s)'
         }
@@ -80,6 +97,8 @@ set edit:completion:arg-completer[meshcheck] = {|@words|
         &'meshcheck;help;checks'= {
         }
         &'meshcheck;help;profiles'= {
+        }
+        &'meshcheck;help;render'= {
         }
         &'meshcheck;help;generate'= {
         }

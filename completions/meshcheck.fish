@@ -29,6 +29,7 @@ complete -c meshcheck -n "__fish_meshcheck_needs_command" -s V -l version -d 'Pr
 complete -c meshcheck -n "__fish_meshcheck_needs_command" -f -a "validate" -d 'Validate assets (files or folders) and print their reports'
 complete -c meshcheck -n "__fish_meshcheck_needs_command" -f -a "checks" -d 'List the check catalog with the thresholds of a profile'
 complete -c meshcheck -n "__fish_meshcheck_needs_command" -f -a "profiles" -d 'Show the built-in budget profiles side by side'
+complete -c meshcheck -n "__fish_meshcheck_needs_command" -f -a "render" -d 'Render stills (and a turntable GIF) of one asset under the studio rig'
 complete -c meshcheck -n "__fish_meshcheck_needs_command" -f -a "generate" -d 'Regenerate completions, man pages, schemas and docs/checks.md (for maintainers)'
 complete -c meshcheck -n "__fish_meshcheck_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c meshcheck -n "__fish_meshcheck_using_subcommand validate" -l format -d 'Output format [default: table on a terminal, json otherwise]' -r -f -a "table\t'A table per file, with a summary for folder runs (default on a terminal)'
@@ -46,6 +47,8 @@ complete -c meshcheck -n "__fish_meshcheck_using_subcommand validate" -l mode -d
 full\t'Measurements plus the renderer'"
 complete -c meshcheck -n "__fish_meshcheck_using_subcommand validate" -l validator-timeout -d 'Seconds the glTF-Validator may spend on one file before SPEC-001 is skipped with "validator timed out"' -r
 complete -c meshcheck -n "__fish_meshcheck_using_subcommand validate" -s j -l jobs -d 'Files validated in parallel [default: all cores]' -r
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand validate" -l watermark -d 'With --mode full: stamp this text on the stills' -r
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand validate" -l screenshots -d 'With --mode full: write the six standard stills next to the report (into --output-dir, or NAME-screenshots/ in the current directory) and list them under `screenshots`'
 complete -c meshcheck -n "__fish_meshcheck_using_subcommand validate" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c meshcheck -n "__fish_meshcheck_using_subcommand validate" -s V -l version -d 'Print version'
 complete -c meshcheck -n "__fish_meshcheck_using_subcommand checks" -l profile -d 'Show thresholds under this profile (a name or a .toml path)' -r
@@ -57,11 +60,21 @@ complete -c meshcheck -n "__fish_meshcheck_using_subcommand profiles" -l format 
 json\t'JSON'"
 complete -c meshcheck -n "__fish_meshcheck_using_subcommand profiles" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c meshcheck -n "__fish_meshcheck_using_subcommand profiles" -s V -l version -d 'Print version'
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand render" -l angles -d 'Views as JSON, e.g. \'[{"rv":30,"rh":45}]\': rv elevation -90..90, rh azimuth 0..360 around +Y from the front; at most 12 [default: the six standard views front, right, back, left, top, three_quarter]' -r
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand render" -l size -d 'Width and height of each still, 128 to 1024' -r
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand render" -l background -d 'Background: \'#RRGGBB\' or transparent' -r
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand render" -l lighting -d 'Lighting rig' -r -f -a "studio\t'Three-point studio lighting with a neutral ambient term'"
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand render" -l turntable -d 'Also render a turntable GIF, e.g. \'{"frames":36,"format":"gif","size":512}\' (frames 8..120, default 36; size 128..1024, default 512; gif only)' -r
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand render" -l out -d 'Folder for the PNGs and turntable.gif [default: FILE-STEM-render]' -r -F
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand render" -l watermark -d 'Stamp this text on the stills' -r
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand render" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand render" -s V -l version -d 'Print version'
 complete -c meshcheck -n "__fish_meshcheck_using_subcommand generate" -l dir -d 'The repository root to write into' -r -F
 complete -c meshcheck -n "__fish_meshcheck_using_subcommand generate" -s h -l help -d 'Print help'
 complete -c meshcheck -n "__fish_meshcheck_using_subcommand generate" -s V -l version -d 'Print version'
-complete -c meshcheck -n "__fish_meshcheck_using_subcommand help; and not __fish_seen_subcommand_from validate checks profiles generate help" -f -a "validate" -d 'Validate assets (files or folders) and print their reports'
-complete -c meshcheck -n "__fish_meshcheck_using_subcommand help; and not __fish_seen_subcommand_from validate checks profiles generate help" -f -a "checks" -d 'List the check catalog with the thresholds of a profile'
-complete -c meshcheck -n "__fish_meshcheck_using_subcommand help; and not __fish_seen_subcommand_from validate checks profiles generate help" -f -a "profiles" -d 'Show the built-in budget profiles side by side'
-complete -c meshcheck -n "__fish_meshcheck_using_subcommand help; and not __fish_seen_subcommand_from validate checks profiles generate help" -f -a "generate" -d 'Regenerate completions, man pages, schemas and docs/checks.md (for maintainers)'
-complete -c meshcheck -n "__fish_meshcheck_using_subcommand help; and not __fish_seen_subcommand_from validate checks profiles generate help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand help; and not __fish_seen_subcommand_from validate checks profiles render generate help" -f -a "validate" -d 'Validate assets (files or folders) and print their reports'
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand help; and not __fish_seen_subcommand_from validate checks profiles render generate help" -f -a "checks" -d 'List the check catalog with the thresholds of a profile'
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand help; and not __fish_seen_subcommand_from validate checks profiles render generate help" -f -a "profiles" -d 'Show the built-in budget profiles side by side'
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand help; and not __fish_seen_subcommand_from validate checks profiles render generate help" -f -a "render" -d 'Render stills (and a turntable GIF) of one asset under the studio rig'
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand help; and not __fish_seen_subcommand_from validate checks profiles render generate help" -f -a "generate" -d 'Regenerate completions, man pages, schemas and docs/checks.md (for maintainers)'
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand help; and not __fish_seen_subcommand_from validate checks profiles render generate help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'

@@ -68,6 +68,8 @@ pub struct Options {
     /// The validator pool for SPEC-001; `None` uses the process-wide pool
     /// ([`Validator::global`]), started on first use.
     pub validator: Option<Arc<Validator>>,
+    /// Full mode: text stamped on the stills (demo mode).
+    pub watermark: Option<String>,
 }
 
 impl Default for Options {
@@ -77,6 +79,7 @@ impl Default for Options {
             mode: Mode::ChecksOnly,
             selection: Selection::default(),
             validator: None,
+            watermark: None,
         }
     }
 }
@@ -98,6 +101,17 @@ impl Options {
 /// What SPEC-001 got from the validator.
 pub type SpecRun = std::result::Result<validator::Outcome, validator::Failure>;
 
+/// What the RND checks got from the renderer (full mode): the six standard
+/// views, or why this asset could not be drawn.
+pub type RenderRun = std::result::Result<crate::render::Rendered, String>;
+
+impl Options {
+    /// Whether this run draws the standard views: full mode with an RND check selected.
+    pub fn renders(&self) -> bool {
+        self.mode == Mode::Full && CATALOG.iter().any(|c| c.id.starts_with("RND-") && self.selection.runs(c.id))
+    }
+}
+
 /// Engine name and version as written into reports.
 pub fn engine_info() -> EngineInfo {
     EngineInfo { name: "meshcheck".into(), version: env!("CARGO_PKG_VERSION").into() }
@@ -105,13 +119,15 @@ pub fn engine_info() -> EngineInfo {
 
 /// Validates one input.
 pub fn validate(input: Input, opts: &Options) -> Result<Report> {
-    if opts.mode == Mode::Full {
-        return Err(Error::new(
-            ErrorCode::RenderFailed,
-            "full mode needs the renderer, which this build of meshcheck does not include yet",
-        )
-        .with_help("run with --mode checks_only (the default)"));
-    }
+    validate_with_stills(input, opts).map(|(report, _)| report)
+}
+
+/// Validates one input and, in full mode, also returns the standard views
+/// the RND checks measured (the caller writes or stores them as
+/// `screenshots`). No graphics adapter is RENDER_FAILED (exit 4) before any
+/// work; an asset the device refuses fails RND-001 instead.
+pub fn validate_with_stills(input: Input, opts: &Options) -> Result<(Report, Option<crate::render::Rendered>)> {
+    let renderer = if opts.renders() { Some(crate::render::Renderer::shared()?) } else { None };
     let validator = opts.spec_validator()?;
     if let Err(e) = asset::sniff(&input.bytes) {
         // Not a container meshcheck reads; the validator may still say why.
@@ -119,30 +135,37 @@ pub fn validate(input: Input, opts: &Options) -> Result<Report> {
         return Err(with_validator_messages(e, spec.as_ref()));
     }
     let opened = asset::open(input)?;
-    // The reference validator runs beside the loader and the checks.
+    let load_options = asset::LoadOptions { keep_images: renderer.is_some() };
+    // The reference validator runs beside the loader, the renderer and the checks.
     let (loaded, spec) = std::thread::scope(|s| {
         let handle = validator.as_ref().map(|v| {
             let name = opened.main_name();
             let opened = &opened;
             s.spawn(move || v.validate(&name, &opened.main, opened.resolver.as_ref()))
         });
-        let loaded = asset::load_opened(&opened).map(|a| {
-            let checks = run_checks(&a, opts, None);
-            (a, checks)
+        let loaded = asset::load_opened_with(&opened, load_options).map(|a| {
+            let render = renderer.as_ref().map(|r| {
+                let mut req = crate::render::Request::standard(crate::render::DEFAULT_SIZE);
+                req.watermark = opts.watermark.clone();
+                r.render(&a, &req).map_err(|e| e.message)
+            });
+            let checks = run_checks(&a, opts, None, render.as_ref());
+            (a, checks, render)
         });
         let spec = handle.map(|h| {
             h.join().unwrap_or_else(|_| Err(validator::Failure::Crashed("the validator thread panicked".into())))
         });
         (loaded, spec)
     });
-    let (asset, mut checks) = match loaded {
+    let (asset, mut checks, render) = match loaded {
         Ok(x) => x,
         Err(e) => return Err(with_validator_messages(e, spec.as_ref())),
     };
     if let Some(idx) = CATALOG.iter().position(|c| c.id == "SPEC-001") {
-        checks[idx] = run_check(&CATALOG[idx], &asset, opts, spec.as_ref());
+        checks[idx] = run_check(&CATALOG[idx], &asset, opts, spec.as_ref(), render.as_ref());
     }
-    Ok(assemble(&asset, opts, checks, validator.map(|v| v.info())))
+    let report = assemble(&asset, opts, checks, validator.map(|v| v.info()));
+    Ok((report, render.and_then(|r| r.ok())))
 }
 
 /// MALFORMED_GLTF (and UNSUPPORTED_FORMAT) carry the validator's errors and
@@ -164,16 +187,22 @@ fn with_validator_messages(mut e: Error, spec: Option<&SpecRun>) -> Error {
     e
 }
 
-/// Runs every catalog check on a loaded asset (SPEC-001 from `spec`).
-pub fn run_checks(asset: &Asset, opts: &Options, spec: Option<&SpecRun>) -> Vec<CheckResult> {
-    CATALOG.iter().map(|def| run_check(def, asset, opts, spec)).collect()
+/// Runs every catalog check on a loaded asset (SPEC-001 from `spec`, the
+/// RND checks from `render`).
+pub fn run_checks(
+    asset: &Asset,
+    opts: &Options,
+    spec: Option<&SpecRun>,
+    render: Option<&RenderRun>,
+) -> Vec<CheckResult> {
+    CATALOG.iter().map(|def| run_check(def, asset, opts, spec, render)).collect()
 }
 
 /// Builds the report for a loaded asset without SPEC-001's validator
 /// (SPEC-001, if selected, reports skipped); for benchmarks and tests of the
 /// engine's own checks.
 pub fn report_for(asset: &Asset, opts: &Options) -> Report {
-    let checks = run_checks(asset, opts, None);
+    let checks = run_checks(asset, opts, None, None);
     assemble(asset, opts, checks, None)
 }
 
@@ -197,6 +226,7 @@ fn assemble(asset: &Asset, opts: &Options, checks: Vec<CheckResult>, validator: 
         summary,
         stats: stats(asset),
         checks,
+        screenshots: None,
     }
 }
 
@@ -215,12 +245,18 @@ fn skipped(def: &CheckDef, severity: Severity, reason: &str) -> CheckResult {
     }
 }
 
-fn run_check(def: &CheckDef, asset: &Asset, opts: &Options, spec: Option<&SpecRun>) -> CheckResult {
+fn run_check(
+    def: &CheckDef,
+    asset: &Asset,
+    opts: &Options,
+    spec: Option<&SpecRun>,
+    render: Option<&RenderRun>,
+) -> CheckResult {
     let severity = opts.profile.severity_of(def.id, def.severity);
     if !opts.selection.runs(def.id) {
         return skipped(def, severity, "not selected");
     }
-    let cx = Ctx { asset, profile: &opts.profile, spec };
+    let cx = Ctx { asset, profile: &opts.profile, spec, render };
     let output = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| (def.run)(&cx)));
     let m = match output {
         Ok(CheckOutput::Measured(m)) => m,
@@ -279,4 +315,132 @@ fn stats(asset: &Asset) -> Stats {
 pub fn now_rfc3339() -> String {
     let now = time::OffsetDateTime::now_utc().replace_nanosecond(0).unwrap_or_else(|_| time::OffsetDateTime::now_utc());
     now.format(&time::format_description::well_known::Rfc3339).unwrap_or_default()
+}
+
+/// A render request: the stills and, optionally, a turntable.
+#[derive(Debug, Clone)]
+pub struct RenderJob {
+    /// Stills: angles, size, background, watermark.
+    pub request: crate::render::Request,
+    /// The turntable, if asked for.
+    pub turntable: Option<report::TurntableSpec>,
+}
+
+impl RenderJob {
+    /// Checks the request against the limits: 1 to 12 angles within range,
+    /// sizes 128 to 1024, turntable format `gif` with 8 to 120 frames. Every
+    /// breach is BAD_REQUEST.
+    pub fn check(&self) -> Result<()> {
+        use crate::render::{MAX_ANGLES, SIZE_RANGE, TURNTABLE_FRAMES};
+        let req = &self.request;
+        if req.angles.is_empty() || req.angles.len() > MAX_ANGLES {
+            return Err(Error::bad_request(format!("angles: 1 to {MAX_ANGLES} views, got {}", req.angles.len()))
+                .with_detail(serde_json::json!({"field": "angles", "reason": "count"})));
+        }
+        for a in &req.angles {
+            a.validate().map_err(|why| {
+                Error::bad_request(format!("angles: {why}"))
+                    .with_detail(serde_json::json!({"field": "angles", "reason": "range"}))
+            })?;
+        }
+        let size_ok = |s: u32| (SIZE_RANGE.0..=SIZE_RANGE.1).contains(&s);
+        if !size_ok(req.size) {
+            return Err(Error::bad_request(format!(
+                "size must be {} to {} pixels, got {}",
+                SIZE_RANGE.0, SIZE_RANGE.1, req.size
+            ))
+            .with_detail(serde_json::json!({"field": "size", "reason": "range"})));
+        }
+        if let Some(t) = &self.turntable {
+            if t.format != "gif" {
+                return Err(Error::bad_request(format!("turntable format must be gif, got {:?}", t.format))
+                    .with_detail(serde_json::json!({"field": "turntable.format", "reason": "unsupported"})));
+            }
+            if !(TURNTABLE_FRAMES.1..=TURNTABLE_FRAMES.2).contains(&t.frames) {
+                return Err(Error::bad_request(format!(
+                    "turntable frames must be {} to {}, got {}",
+                    TURNTABLE_FRAMES.1, TURNTABLE_FRAMES.2, t.frames
+                ))
+                .with_detail(serde_json::json!({"field": "turntable.frames", "reason": "range"})));
+            }
+            if !size_ok(t.size) {
+                return Err(Error::bad_request(format!(
+                    "turntable size must be {} to {} pixels, got {}",
+                    SIZE_RANGE.0, SIZE_RANGE.1, t.size
+                ))
+                .with_detail(serde_json::json!({"field": "turntable.size", "reason": "range"})));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// What a render produced: the report (screenshot `path`/`url` unset; the
+/// caller writes or stores the files and fills them in), the stills and the GIF.
+pub struct RenderOutput {
+    /// The render report.
+    pub report: report::RenderReport,
+    /// The stills, in request order.
+    pub stills: Vec<crate::render::Still>,
+    /// The turntable GIF, when asked for.
+    pub gif: Option<Vec<u8>>,
+}
+
+/// Renders one input: the engine behind `meshcheck render` and POST /v1/render.
+pub fn render(input: Input, job: &RenderJob) -> Result<RenderOutput> {
+    job.check()?;
+    let renderer = crate::render::Renderer::shared()?;
+    asset::sniff(&input.bytes)?;
+    let opened = asset::open(input)?;
+    let asset = asset::load_opened_with(&opened, asset::LoadOptions { keep_images: true })?;
+    let started = std::time::Instant::now();
+    let rendered = renderer.render(&asset, &job.request)?;
+    let gif = match &job.turntable {
+        Some(t) => Some(renderer.turntable(&asset, t.frames, t.size, job.request.background)?),
+        None => None,
+    };
+    let render_ms = (started.elapsed().as_secs_f64() * 1000.0 * 10.0).round() / 10.0;
+    let screenshots = rendered
+        .stills
+        .iter()
+        .enumerate()
+        .map(|(i, s)| report::Screenshot {
+            name: s.angle.file_stem(i),
+            angle: s.angle,
+            size: s.image.width(),
+            path: None,
+            url: None,
+            visible_pct: (s.visible_pct() * 100.0).round() / 100.0,
+        })
+        .collect();
+    let report = report::RenderReport {
+        schema_version: report::SCHEMA_VERSION.into(),
+        render_id: None,
+        created_at: now_rfc3339(),
+        input: asset.info.clone(),
+        options: report::RenderOptions {
+            angles: job.request.angles.clone(),
+            size: job.request.size,
+            background: job.request.background.to_string(),
+            lighting: "studio".into(),
+            turntable: job.turntable.clone(),
+        },
+        renderer: renderer.adapter().clone(),
+        stats: report::RenderStats {
+            triangles: rendered.triangles,
+            draw_calls: rendered.draw_calls,
+            views: rendered.stills.len() as u64,
+            render_ms,
+        },
+        screenshots,
+        turntable: job.turntable.as_ref().map(|t| report::TurntableOut {
+            frames: t.frames,
+            size: t.size,
+            delay_cs: crate::render::gif::frame_delay_cs(t.frames),
+            path: None,
+            url: None,
+        }),
+        notes: rendered.notes.clone(),
+    };
+    Ok(RenderOutput { report, stills: rendered.stills, gif })
 }

@@ -17,6 +17,7 @@ pub mod engine;
 pub mod error;
 pub mod geom;
 pub mod profile;
+pub mod render;
 pub mod report;
 #[doc(hidden)]
 pub mod testkit;

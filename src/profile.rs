@@ -179,6 +179,13 @@ pub const PARAMS: &[ParamDef] = &[
         integer: true,
     },
     ParamDef {
+        key: "min_coverage_pct",
+        unit: "% of frame",
+        doc: "Mean silhouette coverage of the standard views below which RND-003 warns",
+        overridable: false,
+        integer: false,
+    },
+    ParamDef {
         key: "hard_angle_deg",
         unit: "degrees",
         doc: "Face-normal angle from which an edge is hard (TOP-004)",

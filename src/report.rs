@@ -61,6 +61,126 @@ pub struct Report {
     pub stats: Stats,
     /// One result per catalog check, in check-ID order.
     pub checks: Vec<CheckResult>,
+    /// The standard views of a full-mode run, only when asked for
+    /// (`--screenshots`; `screenshots: true` on the API).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub screenshots: Option<Vec<Screenshot>>,
+}
+
+/// One rendered still.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Screenshot {
+    /// `front`, `right`, `back`, `left`, `top`, `three_quarter`, or
+    /// `viewNN_rv.._rh..` for other angles; also the file stem.
+    pub name: String,
+    /// The view.
+    pub angle: crate::render::Angle,
+    /// Width and height in pixels.
+    pub size: u32,
+    /// Where the CLI wrote the PNG, relative to the current directory.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+    /// Signed URL of the PNG (service), expiring with the report.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    /// % of the frame the model covers.
+    pub visible_pct: f64,
+}
+
+/// What `meshcheck render` and POST /v1/render return: stills (and a
+/// turntable) of the asset under the studio rig; no checks.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[schemars(title = "RenderReport", description = "A meshcheck render report (schema 1.1).")]
+pub struct RenderReport {
+    /// Always "1.1".
+    pub schema_version: String,
+    /// Identifier (`rnd_` + random) on the service; null in the CLI.
+    pub render_id: Option<String>,
+    /// When the render was made, RFC 3339 UTC.
+    pub created_at: String,
+    /// What was rendered.
+    pub input: InputInfo,
+    /// The request as applied.
+    pub options: RenderOptions,
+    /// The graphics adapter that drew the stills.
+    pub renderer: crate::render::AdapterInfo,
+    /// Counts and timing.
+    pub stats: RenderStats,
+    /// One still per requested angle, in order.
+    pub screenshots: Vec<Screenshot>,
+    /// The turntable GIF, when asked for.
+    pub turntable: Option<TurntableOut>,
+    /// What could not be drawn as the file asks (undecodable or KTX2 textures).
+    pub notes: Vec<String>,
+}
+
+/// A render request as applied.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct RenderOptions {
+    /// The views.
+    pub angles: Vec<crate::render::Angle>,
+    /// Still size in pixels.
+    pub size: u32,
+    /// `#RRGGBB` or `transparent`.
+    pub background: String,
+    /// Always `studio`.
+    pub lighting: String,
+    /// The turntable asked for, if any.
+    pub turntable: Option<TurntableSpec>,
+}
+
+/// A turntable request.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct TurntableSpec {
+    /// Frames per turn, 8 to 120 (default 36).
+    #[serde(default = "default_frames")]
+    pub frames: u32,
+    /// Only `gif`.
+    #[serde(default = "default_format")]
+    pub format: String,
+    /// Frame size in pixels, 128 to 1024 (default 512).
+    #[serde(default = "default_tt_size")]
+    pub size: u32,
+}
+
+fn default_frames() -> u32 {
+    crate::render::TURNTABLE_FRAMES.0
+}
+fn default_format() -> String {
+    "gif".into()
+}
+fn default_tt_size() -> u32 {
+    crate::render::TURNTABLE_SIZE
+}
+
+/// Render counts and timing.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct RenderStats {
+    /// Triangles drawn per view (per instance).
+    pub triangles: u64,
+    /// Draw calls per view.
+    pub draw_calls: u64,
+    /// Stills drawn.
+    pub views: u64,
+    /// Wall time of upload and drawing (stills and turntable), milliseconds.
+    pub render_ms: f64,
+}
+
+/// The turntable as written.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct TurntableOut {
+    /// Frames.
+    pub frames: u32,
+    /// Frame size in pixels.
+    pub size: u32,
+    /// Delay between frames in hundredths of a second (one turn lasts about 4 s).
+    pub delay_cs: u16,
+    /// Where the CLI wrote the GIF.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+    /// Signed URL of the GIF (service).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
 }
 
 /// The input as received.

@@ -82,10 +82,26 @@ fn usage_errors_exit_2_and_list_valid_values() {
 }
 
 #[test]
-fn full_mode_is_an_environment_error_until_the_renderer_exists() {
+fn full_mode_runs_the_rnd_checks() {
     let out = run(&["validate", &path("khronos-sample-models/Box.glb"), "--mode", "full", "--format", "json"]);
-    assert_eq!(out.status.code(), Some(4));
-    assert_eq!(json(&out)["error"]["code"], "RENDER_FAILED");
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let r = json(&out);
+    assert_eq!(r["mode"], "full");
+    let check = |id: &str| r["checks"].as_array().unwrap().iter().find(|c| c["id"] == id).unwrap().clone();
+    assert_eq!(check("RND-001")["status"], "pass");
+    assert_eq!(check("RND-001")["measured"]["rendered"], 6);
+    assert_eq!(check("RND-002")["status"], "pass");
+    assert_eq!(check("RND-002")["measured"]["empty_views"], 0);
+    let coverage = check("RND-003")["measured"]["coverage_pct"].as_f64().unwrap();
+    assert!((20.0..80.0).contains(&coverage), "a cube framed by its bounding sphere: {coverage}");
+    assert!(r.get("screenshots").is_none(), "stills are listed only when asked for");
+    // In checks_only mode the RND checks are skipped.
+    let out = run(&["validate", &path("khronos-sample-models/Box.glb"), "--format", "json"]);
+    let r = json(&out);
+    let rnd = r["checks"].as_array().unwrap().iter().find(|c| c["id"] == "RND-002").unwrap().clone();
+    assert_eq!(rnd["status"], "skipped");
+    // --screenshots needs full mode.
+    assert_eq!(run(&["validate", &path("khronos-sample-models/Box.glb"), "--screenshots"]).status.code(), Some(2));
 }
 
 #[test]

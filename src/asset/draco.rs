@@ -55,6 +55,21 @@ pub fn decode(
             prim.uvs[set] = Some(uv.chunks_exact(2).map(|c| [c[0], c[1]]).collect());
         }
     }
+    // Drawing attributes, like the plain path: optional, left out when unreadable.
+    let optional = |name: &str, comps: usize| read(name, comps).ok().flatten().filter(|v| v.len() == points * comps);
+    prim.normals = optional("NORMAL", 3).map(|v| v.chunks_exact(3).map(|c| [c[0], c[1], c[2]]).collect());
+    prim.tangents = optional("TANGENT", 4).map(|v| v.chunks_exact(4).map(|c| [c[0], c[1], c[2], c[3]]).collect());
+    // COLOR_0 only when stored as floats (integer colours would need the
+    // accessor's normalisation, which the Draco stream does not carry).
+    let color = attrs.get("COLOR_0").and_then(|v| v.as_u64()).and_then(|id| out.attribute_by_unique_id(id as u32));
+    if let Some(att) = color.filter(|a| a.data_type() == draco_core::DataType::Float32) {
+        let comps = att.num_components() as usize;
+        if comps == 3 || comps == 4 {
+            let v = att.read_f32s(points, comps);
+            prim.colors =
+                Some(v.chunks_exact(comps).map(|c| [c[0], c[1], c[2], if comps == 4 { c[3] } else { 1.0 }]).collect());
+        }
+    }
     let vc = prim.positions.len() as u64;
     prim.triangle_count = faces as u64;
     prim.triangles =

@@ -98,6 +98,16 @@ pub struct Asset {
     pub images: Vec<ImageRecord>,
     /// The asset's size as delivered: the GLB or .gltf plus every resolved external file.
     pub asset_bytes: u64,
+    /// Every image's encoded bytes, by image index, when the load was asked
+    /// to keep them (the renderer draws them; the checks read only headers).
+    pub image_data: Vec<Option<Vec<u8>>>,
+}
+
+/// What a load keeps beyond what the checks need.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct LoadOptions {
+    /// Keep every image's encoded bytes in [`Asset::image_data`] (for rendering).
+    pub keep_images: bool,
 }
 
 /// What the first bytes say the input is.
@@ -187,18 +197,23 @@ pub fn load(input: Input) -> Result<Asset> {
 
 /// Reads an opened input into an [`Asset`].
 pub fn load_opened(opened: &Opened) -> Result<Asset> {
+    load_opened_with(opened, LoadOptions::default())
+}
+
+/// [`load_opened`], keeping what `options` asks for.
+pub fn load_opened_with(opened: &Opened, options: LoadOptions) -> Result<Asset> {
     let mut info = opened.info.clone();
     if info.sha256.is_empty() {
         // A GLB or .gltf is its own main file: hash it beside the parse.
-        let (sha256, asset) = rayon::join(|| sha256_hex(&opened.main), || load_main(opened));
+        let (sha256, asset) = rayon::join(|| sha256_hex(&opened.main), || load_main(opened, options));
         info.sha256 = sha256;
         return asset.map(|a| Asset { info, ..a });
     }
-    load_main(opened).map(|a| Asset { info, ..a })
+    load_main(opened, options).map(|a| Asset { info, ..a })
 }
 
-/// [`load_opened`] without the hash (the returned `info` is the opened one).
-fn load_main(opened: &Opened) -> Result<Asset> {
+/// [`load_opened_with`] without the hash (the returned `info` is the opened one).
+fn load_main(opened: &Opened, options: LoadOptions) -> Result<Asset> {
     let main_bytes = &opened.main[..];
     let resolver = opened.resolver.as_ref();
     let input_bytes = opened.info.bytes;
@@ -216,10 +231,10 @@ fn load_main(opened: &Opened) -> Result<Asset> {
     let mut asset_bytes = main_bytes.len() as u64;
     let buffers = load_buffers(&root, bin, resolver, &mut references, &mut asset_bytes)?;
     let data = DocData::new(&root, buffers, budget);
-    let images = load_images(&data, resolver, &mut references, &mut asset_bytes);
+    let (images, image_data) = load_images(&data, resolver, &mut references, &mut asset_bytes, options.keep_images);
     let scene = scene::build(&data)?;
     drop(data);
-    Ok(Asset { info: opened.info.clone(), root, scene, references, images, asset_bytes })
+    Ok(Asset { info: opened.info.clone(), root, scene, references, images, asset_bytes, image_data })
 }
 
 fn parse_json(json: &[u8]) -> Result<gltf::json::Root> {
@@ -349,8 +364,11 @@ fn load_images(
     resolver: &dyn Resolver,
     refs: &mut Vec<Reference>,
     asset_bytes: &mut u64,
-) -> Vec<ImageRecord> {
-    data.root
+    keep: bool,
+) -> (Vec<ImageRecord>, Vec<Option<Vec<u8>>>) {
+    let mut kept = Vec::new();
+    let records = data
+        .root
         .images
         .iter()
         .enumerate()
@@ -362,10 +380,14 @@ fn load_images(
                 (None, Some(v)) => data.view(v.value()).map(Cow::Borrowed).map_err(|e| e.message),
                 (None, None) => Err("the image has neither a uri nor a bufferView".into()),
             };
-            let header = bytes.and_then(|b| texture::read_header(&b));
+            let header = bytes.as_ref().map_err(Clone::clone).and_then(|b| texture::read_header(b));
+            if keep {
+                kept.push(bytes.ok().map(Cow::into_owned));
+            }
             ImageRecord { index, header, declared_mime: img.mime_type.as_ref().map(|m| m.0.clone()) }
         })
-        .collect()
+        .collect();
+    (records, kept)
 }
 
 fn hex(bytes: &[u8]) -> String {

@@ -39,6 +39,13 @@ pub struct Primitive {
     pub invalid_triangles: u64,
     /// UV sets by set number; `None` where the primitive has no TEXCOORD_n.
     pub uvs: Vec<Option<Vec<[f32; 2]>>>,
+    /// NORMAL, for drawing; `None` when absent or unreadable (the renderer
+    /// then shades flat, as glTF 2.0 asks).
+    pub normals: Option<Vec<[f32; 3]>>,
+    /// TANGENT (xyz and the bitangent sign), for drawing normal maps.
+    pub tangents: Option<Vec<[f32; 4]>>,
+    /// COLOR_0 as RGBA (RGB colours get alpha 1), for drawing.
+    pub colors: Option<Vec<[f32; 4]>>,
     /// Material index, if any.
     pub material: Option<usize>,
     /// Whether the geometry came through Draco.
@@ -447,6 +454,32 @@ fn uv_set(semantic: &Checked<gltf::json::mesh::Semantic>) -> Option<usize> {
     }
 }
 
+/// Reads the attributes only the renderer uses (NORMAL, TANGENT, COLOR_0).
+/// They are optional to every check, so one that cannot be read, or whose
+/// length differs from POSITION's, is left out (SPEC-001 reports why)
+/// rather than failing the load.
+fn read_draw_attributes(data: &DocData<'_>, json: &gltf::json::mesh::Primitive, prim: &mut Primitive) {
+    use gltf::json::mesh::Semantic;
+    let n = prim.positions.len();
+    let get = |semantic: Semantic| json.attributes.get(&Checked::Valid(semantic)).map(|a| a.value());
+    prim.normals = get(Semantic::Normals).and_then(|a| data.read_vecs::<3>(a).ok()).filter(|v| v.len() == n);
+    prim.tangents = get(Semantic::Tangents).and_then(|a| data.read_vecs::<4>(a).ok()).filter(|v| v.len() == n);
+    prim.colors = get(Semantic::Colors(0))
+        .and_then(|a| {
+            let components = data.root.accessors.get(a).map(|acc| match acc.type_ {
+                Checked::Valid(gltf::json::accessor::Type::Vec3) => 3,
+                _ => 4,
+            })?;
+            let flat = data.read_floats(a, components).ok()?;
+            Some(if components == 3 {
+                flat.chunks_exact(3).map(|c| [c[0], c[1], c[2], 1.0]).collect()
+            } else {
+                super::data::arrays(flat)
+            })
+        })
+        .filter(|v: &Vec<[f32; 4]>| v.len() == n);
+}
+
 fn decode_primitive(data: &DocData<'_>, mesh: usize, index: usize) -> Result<Primitive> {
     let json = &data.root.meshes[mesh].primitives[index];
     let mode = match json.mode {
@@ -475,6 +508,7 @@ fn decode_primitive(data: &DocData<'_>, mesh: usize, index: usize) -> Result<Pri
                 prim.uvs[set] = Some(data.read_vecs::<2>(acc.value())?);
             }
         }
+        read_draw_attributes(data, json, &mut prim);
         let indices = json.indices.map(|i| data.read_indices(i.value())).transpose()?;
         let n = indices.as_ref().map_or(prim.positions.len(), Vec::len);
         prim.triangle_count = topology::triangle_count(mode, n) as u64;

@@ -4,7 +4,7 @@
 //! Rows are sorted by check ID (a test enforces it), which is the order the
 //! report lists results in.
 
-use super::{CheckOutput, Ctx, geo, mat, perf, spec, top, uv, xfm};
+use super::{CheckOutput, Ctx, geo, mat, perf, rnd, spec, top, uv, xfm};
 use crate::report::Severity;
 
 /// One check's definition.
@@ -232,6 +232,56 @@ pub static CATALOG: &[CheckDef] = &[
         ],
         threshold: &[("max_draw_calls", "budget")],
         run: perf::draw_calls,
+    },
+    CheckDef {
+        id: "RND-001",
+        name: "Renders without error",
+        category: "render",
+        severity: Severity::Error,
+        params: &[],
+        what: "Full mode only: draws the six standard views (front, right, back, left, top, three-quarter) with the studio renderer (wgpu; Mesa's lavapipe where there is no GPU). Fails when the device refuses the scene (for example a buffer beyond its limits). Textures that cannot be decoded are drawn with their material's factors and listed in `notes`. No graphics adapter at all is an environment error (exit 4), not a failed check.",
+        why: "An asset that cannot be drawn cannot be shown in a viewer, a store page or a thumbnail.",
+        fix: "Read `error`; split very large meshes, and re-export textures as PNG, JPEG or WebP.",
+        measured: &[
+            ("views", "standard views asked for (6)"),
+            ("rendered", "views drawn"),
+            ("triangles_drawn", "triangles drawn per view, per instance"),
+            ("draw_calls", "draw calls per view"),
+            ("notes", "what could not be drawn as the file asks (undecodable or KTX2 textures)"),
+            ("error", "why the views could not be drawn (on failure only)"),
+        ],
+        threshold: &[],
+        run: rnd::renders,
+    },
+    CheckDef {
+        id: "RND-002",
+        name: "Visible pixels",
+        category: "render",
+        severity: Severity::Error,
+        params: &[],
+        what: "Full mode only: per standard view, the share of the frame the model covers (pixels whose coverage alpha is at least one half, with the model drawn over a transparent clear, so the background colour cannot be mistaken for the model). Fails when any view shows nothing.",
+        why: "A view that shows nothing means the asset is invisible from there: all triangles degenerate or culled, fully transparent materials, or geometry so small or far that it vanishes.",
+        fix: "Check GEO-004 (degenerate triangles), materials with alpha 0 or alphaMode mistakes, and single-sided planes seen from behind (set doubleSided).",
+        measured: &[
+            ("views", "per view: its name and visible_pct, % of the frame covered (2 decimals)"),
+            ("min_visible_pct", "the smallest visible_pct"),
+            ("empty_views", "views with no visible pixel"),
+        ],
+        threshold: &[("max_empty_views", "0")],
+        run: rnd::visible_pixels,
+    },
+    CheckDef {
+        id: "RND-003",
+        name: "Silhouette coverage",
+        category: "render",
+        severity: Severity::Warning,
+        params: &["min_coverage_pct"],
+        what: "Full mode only: the mean, over the six standard views, of the % of the frame the model covers. The camera frames the scene's bounding sphere, so a low coverage means the bounds are much larger than what is seen: stray vertices or debris far away, or a long thin object.",
+        why: "Thumbnails and viewers frame the bounding box; a model lost in empty space looks broken.",
+        fix: "Remove stray geometry far from the model (see GEO-007), or accept the warning for genuinely thin objects.",
+        measured: &[("coverage_pct", "mean % of the frame covered (2 decimals)"), ("views", "views measured")],
+        threshold: &[("min_coverage_pct", "warn below this mean %")],
+        run: rnd::coverage,
     },
     CheckDef {
         id: "SPEC-001",

@@ -10,6 +10,7 @@ pub mod catalog;
 pub mod geo;
 pub mod mat;
 pub mod perf;
+pub mod rnd;
 pub mod spec;
 pub mod top;
 pub mod uv;
@@ -31,6 +32,9 @@ pub struct Ctx<'a> {
     pub profile: &'a Profile,
     /// What the glTF-Validator said (SPEC-001), when it ran.
     pub spec: Option<&'a crate::engine::SpecRun>,
+    /// The standard views, in full mode: the stills, or why the renderer
+    /// could not draw this asset.
+    pub render: Option<&'a crate::engine::RenderRun>,
 }
 
 /// How a measurement compares with its threshold.

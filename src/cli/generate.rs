@@ -43,6 +43,7 @@ pub fn files() -> Vec<(PathBuf, Vec<u8>)> {
     };
     out.push((PathBuf::from("schemas/report.json"), schema(schemars::schema_for!(crate::report::Report))));
     out.push((PathBuf::from("schemas/check_result.json"), schema(schemars::schema_for!(crate::report::CheckResult))));
+    out.push((PathBuf::from("schemas/render_report.json"), schema(schemars::schema_for!(crate::report::RenderReport))));
     out.push((PathBuf::from("docs/checks.md"), checks_md().into_bytes()));
     out
 }

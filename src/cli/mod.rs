@@ -7,6 +7,7 @@
 pub mod catalog_cmd;
 pub mod generate;
 pub mod output;
+pub mod render_cmd;
 pub mod validate;
 
 use crate::error::Error;
@@ -34,6 +35,8 @@ pub enum Command {
     Checks(ChecksArgs),
     /// Show the built-in budget profiles side by side.
     Profiles(ProfilesArgs),
+    /// Render stills (and a turntable GIF) of one asset under the studio rig.
+    Render(RenderArgs),
     /// Regenerate completions, man pages, schemas and docs/checks.md (for maintainers).
     #[command(hide = true)]
     Generate(GenerateArgs),
@@ -123,6 +126,53 @@ pub struct ValidateArgs {
     /// Files validated in parallel [default: all cores].
     #[arg(short = 'j', long, value_name = "N")]
     pub jobs: Option<usize>,
+    /// With --mode full: write the six standard stills next to the report
+    /// (into --output-dir, or NAME-screenshots/ in the current directory) and
+    /// list them under `screenshots`.
+    #[arg(long)]
+    pub screenshots: bool,
+    /// With --mode full: stamp this text on the stills.
+    #[arg(long, value_name = "TEXT")]
+    pub watermark: Option<String>,
+}
+
+/// Lighting rigs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Lighting {
+    /// Three-point studio lighting with a neutral ambient term.
+    Studio,
+}
+
+/// Arguments of `meshcheck render`.
+#[derive(Debug, Args)]
+pub struct RenderArgs {
+    /// The asset (.glb, .gltf, .zip); `-` reads standard input.
+    #[arg(value_name = "FILE")]
+    pub file: PathBuf,
+    /// Views as JSON, e.g. '[{"rv":30,"rh":45}]': rv elevation -90..90, rh
+    /// azimuth 0..360 around +Y from the front; at most 12 [default: the six
+    /// standard views front, right, back, left, top, three_quarter].
+    #[arg(long, value_name = "JSON", value_parser = render_cmd::parse_angles)]
+    pub angles: Option<Vec<crate::render::Angle>>,
+    /// Width and height of each still, 128 to 1024.
+    #[arg(long, default_value_t = crate::render::DEFAULT_SIZE, value_parser = clap::value_parser!(u32).range(128..=1024))]
+    pub size: u32,
+    /// Background: '#RRGGBB' or transparent.
+    #[arg(long, default_value = "#F2F2F2", value_name = "COLOR", value_parser = render_cmd::parse_background)]
+    pub background: crate::render::Background,
+    /// Lighting rig.
+    #[arg(long, value_enum, default_value = "studio")]
+    pub lighting: Lighting,
+    /// Also render a turntable GIF, e.g. '{"frames":36,"format":"gif","size":512}'
+    /// (frames 8..120, default 36; size 128..1024, default 512; gif only).
+    #[arg(long, value_name = "JSON", value_parser = render_cmd::parse_turntable)]
+    pub turntable: Option<crate::report::TurntableSpec>,
+    /// Folder for the PNGs and turntable.gif [default: FILE-STEM-render].
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// Stamp this text on the stills.
+    #[arg(long, value_name = "TEXT")]
+    pub watermark: Option<String>,
 }
 
 fn positive_seconds(s: &str) -> std::result::Result<f64, String> {
@@ -245,6 +295,7 @@ pub fn main() -> i32 {
         Command::Validate(args) => validate::run(args),
         Command::Checks(args) => catalog_cmd::checks(args),
         Command::Profiles(args) => catalog_cmd::profiles(args),
+        Command::Render(args) => render_cmd::run(args),
         Command::Generate(args) => generate::write_all(&args.dir).map(|_| 0),
     };
     match result {

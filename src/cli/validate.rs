@@ -94,7 +94,16 @@ pub fn options(args: &ValidateArgs) -> Result<Options> {
         ModeArg::ChecksOnly => Mode::ChecksOnly,
         ModeArg::Full => Mode::Full,
     };
-    let mut opts = Options { profile, mode, selection, validator: None };
+    if mode != Mode::Full && (args.screenshots || args.watermark.is_some()) {
+        return Err(Error::bad_request(
+            "--screenshots and --watermark need --mode full (the renderer draws the stills)",
+        ));
+    }
+    let mut opts = Options { profile, mode, selection, validator: None, watermark: args.watermark.clone() };
+    if opts.renders() {
+        // Once per run, before any file: no adapter is an environment error (exit 4).
+        crate::render::Renderer::shared()?;
+    }
     if opts.selection.runs("SPEC-001") {
         // One pool per run, started before any file is read so that a missing
         // Node or package is reported once, with the command that fixes it.
@@ -119,10 +128,44 @@ fn read_input(job: &Job) -> Result<Input> {
     }
 }
 
-/// Validates one job.
-pub fn validate_job(job: &Job, opts: &Options) -> Outcome {
-    let result = read_input(job).and_then(|input| engine::validate(input, opts));
+/// Validates one job. With `shots_dir` (full mode, `--screenshots`), the
+/// standard stills are written into `shots_dir/NAME-screenshots/` and listed
+/// in the report.
+pub fn validate_job(job: &Job, opts: &Options, shots_dir: Option<&Path>) -> Outcome {
+    let result = read_input(job).and_then(|input| match shots_dir {
+        None => engine::validate(input, opts),
+        Some(base) => {
+            let (mut report, stills) = engine::validate_with_stills(input, opts)?;
+            if let Some(rendered) = stills {
+                report.screenshots = Some(write_stills(base, job, &rendered)?);
+            }
+            Ok(report)
+        }
+    });
     Outcome { job: job.clone(), result }
+}
+
+fn write_stills(base: &Path, job: &Job, rendered: &crate::render::Rendered) -> Result<Vec<crate::report::Screenshot>> {
+    let stem = job.out_name.file_stem().and_then(|s| s.to_str()).unwrap_or("stdin");
+    let dir = base.join(job.out_name.parent().unwrap_or(Path::new(""))).join(format!("{stem}-screenshots"));
+    std::fs::create_dir_all(&dir)
+        .map_err(|e| Error::bad_request(format!("cannot create the folder {}: {e}", dir.display())))?;
+    let mut out = Vec::new();
+    for (i, still) in rendered.stills.iter().enumerate() {
+        let name = still.angle.file_stem(i);
+        let path = dir.join(format!("{name}.png"));
+        std::fs::write(&path, crate::render::image_out::png(&still.image))
+            .map_err(|e| Error::bad_request(format!("cannot write {}: {e}", path.display())))?;
+        out.push(crate::report::Screenshot {
+            name,
+            angle: still.angle,
+            size: still.image.width(),
+            path: Some(path.display().to_string()),
+            url: None,
+            visible_pct: (still.visible_pct() * 100.0).round() / 100.0,
+        });
+    }
+    Ok(out)
 }
 
 /// The exit code for one outcome.
@@ -146,6 +189,8 @@ pub fn run(args: ValidateArgs) -> Result<i32> {
     if jobs.iter().filter(|j| j.path.is_none()).count() > 1 {
         return Err(Error::bad_request("`-` (standard input) may be given once"));
     }
+    let shots_dir: Option<PathBuf> =
+        args.screenshots.then(|| args.output_dir.clone().unwrap_or_else(|| PathBuf::from(".")));
     let stdout_tty = std::io::stdout().is_terminal();
     let format = args.format.unwrap_or(if stdout_tty { Format::Table } else { Format::Json });
     let threads = args.jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())).max(1);
@@ -165,7 +210,7 @@ pub fn run(args: ValidateArgs) -> Result<i32> {
     let outcomes: Vec<Outcome> = pool.install(|| {
         jobs.par_iter()
             .map(|job| {
-                let o = validate_job(job, &opts);
+                let o = validate_job(job, &opts, shots_dir.as_deref());
                 if let Some(b) = &bar {
                     b.set_message(job.display.clone());
                     b.inc(1);
