@@ -7,6 +7,7 @@ mod corpus;
 mod generated;
 mod geometry;
 mod hostile;
+mod render;
 mod spec001;
 mod util;
 mod uv;

@@ -153,7 +153,7 @@ pub struct RenderArgs {
     /// azimuth 0..360 around +Y from the front; at most 12 [default: the six
     /// standard views front, right, back, left, top, three_quarter].
     #[arg(long, value_name = "JSON", value_parser = render_cmd::parse_angles)]
-    pub angles: Option<Vec<crate::render::Angle>>,
+    pub angles: Option<render_cmd::AngleList>,
     /// Width and height of each still, 128 to 1024.
     #[arg(long, default_value_t = crate::render::DEFAULT_SIZE, value_parser = clap::value_parser!(u32).range(128..=1024))]
     pub size: u32,

@@ -10,14 +10,18 @@ use crate::report::TurntableSpec;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
+/// The views of `--angles` (one argument holding a JSON array).
+#[derive(Debug, Clone, PartialEq)]
+pub struct AngleList(pub Vec<Angle>);
+
 /// Parses `--angles`: a JSON array of `{"rv": .., "rh": ..}`, 1 to 12 items, in range.
-pub fn parse_angles(s: &str) -> std::result::Result<Vec<Angle>, String> {
+pub fn parse_angles(s: &str) -> std::result::Result<AngleList, String> {
     let angles: Vec<Angle> = serde_json::from_str(s)
         .map_err(|e| format!("expected a JSON array of {{\"rv\": number, \"rh\": number}}: {e}"))?;
     if angles.is_empty() || angles.len() > crate::render::MAX_ANGLES {
         return Err(format!("1 to {} angles, got {}", crate::render::MAX_ANGLES, angles.len()));
     }
-    angles.iter().map(Angle::validate).collect()
+    angles.iter().map(Angle::validate).collect::<std::result::Result<Vec<_>, _>>().map(AngleList)
 }
 
 /// Parses `--background`.
@@ -56,7 +60,7 @@ fn write(path: &Path, bytes: &[u8]) -> Result<()> {
 pub fn run(args: RenderArgs) -> Result<i32> {
     let job = RenderJob {
         request: Request {
-            angles: args.angles.clone().unwrap_or_else(|| Request::standard(args.size).angles),
+            angles: args.angles.clone().map(|a| a.0).unwrap_or_else(|| Request::standard(args.size).angles),
             size: args.size,
             background: args.background,
             watermark: args.watermark.clone(),
