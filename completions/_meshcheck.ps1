@@ -29,6 +29,7 @@ Register-ArgumentCompleter -Native -CommandName 'meshcheck' -ScriptBlock {
             [CompletionResult]::new('checks', 'checks', [CompletionResultType]::ParameterValue, 'List the check catalog with the thresholds of a profile')
             [CompletionResult]::new('profiles', 'profiles', [CompletionResultType]::ParameterValue, 'Show the built-in budget profiles side by side')
             [CompletionResult]::new('render', 'render', [CompletionResultType]::ParameterValue, 'Render stills (and a turntable GIF) of one asset under the studio rig')
+            [CompletionResult]::new('inspect', 'inspect', [CompletionResultType]::ParameterValue, 'Ask a vision model about the renders (VIS-001, VIS-002, VIS-003)')
             [CompletionResult]::new('generate', 'generate', [CompletionResultType]::ParameterValue, 'Regenerate completions, man pages, schemas and docs/checks.md (for maintainers)')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
             break
@@ -85,6 +86,19 @@ Register-ArgumentCompleter -Native -CommandName 'meshcheck' -ScriptBlock {
             [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
             break
         }
+        'meshcheck;inspect' {
+            [CompletionResult]::new('--check', '--check', [CompletionResultType]::ParameterName, 'VIS-001 (prompt match; needs --prompt), VIS-002 (texture artifacts) or VIS-003 (freeform; needs --question)')
+            [CompletionResult]::new('--prompt', '--prompt', [CompletionResultType]::ParameterName, 'What the asset should be (VIS-001), e.g. "a red office chair"')
+            [CompletionResult]::new('--question', '--question', [CompletionResultType]::ParameterName, 'The question (VIS-003)')
+            [CompletionResult]::new('--render-dir', '--render-dir', [CompletionResultType]::ParameterName, 'Reuse the stills `meshcheck render` wrote into DIR instead of rendering')
+            [CompletionResult]::new('--timeout', '--timeout', [CompletionResultType]::ParameterName, 'Seconds to wait for the model [default: MESHCHECK_VISION_TIMEOUT or 60]')
+            [CompletionResult]::new('--no-response-format', '--no-response-format', [CompletionResultType]::ParameterName, 'Do not ask for `response_format: json_schema` (providers without structured output); the reply is checked against the schema anyway')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
         'meshcheck;generate' {
             [CompletionResult]::new('--dir', '--dir', [CompletionResultType]::ParameterName, 'The repository root to write into')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
@@ -98,6 +112,7 @@ Register-ArgumentCompleter -Native -CommandName 'meshcheck' -ScriptBlock {
             [CompletionResult]::new('checks', 'checks', [CompletionResultType]::ParameterValue, 'List the check catalog with the thresholds of a profile')
             [CompletionResult]::new('profiles', 'profiles', [CompletionResultType]::ParameterValue, 'Show the built-in budget profiles side by side')
             [CompletionResult]::new('render', 'render', [CompletionResultType]::ParameterValue, 'Render stills (and a turntable GIF) of one asset under the studio rig')
+            [CompletionResult]::new('inspect', 'inspect', [CompletionResultType]::ParameterValue, 'Ask a vision model about the renders (VIS-001, VIS-002, VIS-003)')
             [CompletionResult]::new('generate', 'generate', [CompletionResultType]::ParameterValue, 'Regenerate completions, man pages, schemas and docs/checks.md (for maintainers)')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
             break
@@ -112,6 +127,9 @@ Register-ArgumentCompleter -Native -CommandName 'meshcheck' -ScriptBlock {
             break
         }
         'meshcheck;help;render' {
+            break
+        }
+        'meshcheck;help;inspect' {
             break
         }
         'meshcheck;help;generate' {

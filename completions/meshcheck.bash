@@ -25,6 +25,9 @@ _meshcheck() {
             meshcheck,help)
                 cmd="meshcheck__subcmd__help"
                 ;;
+            meshcheck,inspect)
+                cmd="meshcheck__subcmd__inspect"
+                ;;
             meshcheck,profiles)
                 cmd="meshcheck__subcmd__profiles"
                 ;;
@@ -43,6 +46,9 @@ _meshcheck() {
             meshcheck__subcmd__help,help)
                 cmd="meshcheck__subcmd__help__subcmd__help"
                 ;;
+            meshcheck__subcmd__help,inspect)
+                cmd="meshcheck__subcmd__help__subcmd__inspect"
+                ;;
             meshcheck__subcmd__help,profiles)
                 cmd="meshcheck__subcmd__help__subcmd__profiles"
                 ;;
@@ -59,7 +65,7 @@ _meshcheck() {
 
     case "${cmd}" in
         meshcheck)
-            opts="-h -V --help --version validate checks profiles render generate help"
+            opts="-h -V --help --version validate checks profiles render inspect generate help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -113,7 +119,7 @@ _meshcheck() {
             return 0
             ;;
         meshcheck__subcmd__help)
-            opts="validate checks profiles render generate help"
+            opts="validate checks profiles render inspect generate help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -168,6 +174,20 @@ _meshcheck() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        meshcheck__subcmd__help__subcmd__inspect)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         meshcheck__subcmd__help__subcmd__profiles)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
@@ -203,6 +223,40 @@ _meshcheck() {
                 return 0
             fi
             case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        meshcheck__subcmd__inspect)
+            opts="-h -V --check --prompt --question --render-dir --timeout --no-response-format --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --check)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --prompt)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --question)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --render-dir)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;

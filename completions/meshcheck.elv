@@ -26,6 +26,7 @@ set edit:completion:arg-completer[meshcheck] = {|@words|
             cand checks 'List the check catalog with the thresholds of a profile'
             cand profiles 'Show the built-in budget profiles side by side'
             cand render 'Render stills (and a turntable GIF) of one asset under the studio rig'
+            cand inspect 'Ask a vision model about the renders (VIS-001, VIS-002, VIS-003)'
             cand generate 'Regenerate completions, man pages, schemas and docs/checks.md (for maintainers)'
             cand help 'Print this message or the help of the given subcommand(s)'
         }
@@ -77,6 +78,18 @@ set edit:completion:arg-completer[meshcheck] = {|@words|
             cand -V 'Print version'
             cand --version 'Print version'
         }
+        &'meshcheck;inspect'= {
+            cand --check 'VIS-001 (prompt match; needs --prompt), VIS-002 (texture artifacts) or VIS-003 (freeform; needs --question)'
+            cand --prompt 'What the asset should be (VIS-001), e.g. "a red office chair"'
+            cand --question 'The question (VIS-003)'
+            cand --render-dir 'Reuse the stills `meshcheck render` wrote into DIR instead of rendering'
+            cand --timeout 'Seconds to wait for the model [default: MESHCHECK_VISION_TIMEOUT or 60]'
+            cand --no-response-format 'Do not ask for `response_format: json_schema` (providers without structured output); the reply is checked against the schema anyway'
+            cand -h 'Print help'
+            cand --help 'Print help'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
         &'meshcheck;generate'= {
             cand --dir 'The repository root to write into'
             cand -h 'Print help'
@@ -89,6 +102,7 @@ set edit:completion:arg-completer[meshcheck] = {|@words|
             cand checks 'List the check catalog with the thresholds of a profile'
             cand profiles 'Show the built-in budget profiles side by side'
             cand render 'Render stills (and a turntable GIF) of one asset under the studio rig'
+            cand inspect 'Ask a vision model about the renders (VIS-001, VIS-002, VIS-003)'
             cand generate 'Regenerate completions, man pages, schemas and docs/checks.md (for maintainers)'
             cand help 'Print this message or the help of the given subcommand(s)'
         }
@@ -99,6 +113,8 @@ set edit:completion:arg-completer[meshcheck] = {|@words|
         &'meshcheck;help;profiles'= {
         }
         &'meshcheck;help;render'= {
+        }
+        &'meshcheck;help;inspect'= {
         }
         &'meshcheck;help;generate'= {
         }

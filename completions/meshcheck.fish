@@ -30,6 +30,7 @@ complete -c meshcheck -n "__fish_meshcheck_needs_command" -f -a "validate" -d 'V
 complete -c meshcheck -n "__fish_meshcheck_needs_command" -f -a "checks" -d 'List the check catalog with the thresholds of a profile'
 complete -c meshcheck -n "__fish_meshcheck_needs_command" -f -a "profiles" -d 'Show the built-in budget profiles side by side'
 complete -c meshcheck -n "__fish_meshcheck_needs_command" -f -a "render" -d 'Render stills (and a turntable GIF) of one asset under the studio rig'
+complete -c meshcheck -n "__fish_meshcheck_needs_command" -f -a "inspect" -d 'Ask a vision model about the renders (VIS-001, VIS-002, VIS-003)'
 complete -c meshcheck -n "__fish_meshcheck_needs_command" -f -a "generate" -d 'Regenerate completions, man pages, schemas and docs/checks.md (for maintainers)'
 complete -c meshcheck -n "__fish_meshcheck_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c meshcheck -n "__fish_meshcheck_using_subcommand validate" -l format -d 'Output format [default: table on a terminal, json otherwise]' -r -f -a "table\t'A table per file, with a summary for folder runs (default on a terminal)'
@@ -69,12 +70,21 @@ complete -c meshcheck -n "__fish_meshcheck_using_subcommand render" -l out -d 'F
 complete -c meshcheck -n "__fish_meshcheck_using_subcommand render" -l watermark -d 'Stamp this text on the stills' -r
 complete -c meshcheck -n "__fish_meshcheck_using_subcommand render" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c meshcheck -n "__fish_meshcheck_using_subcommand render" -s V -l version -d 'Print version'
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand inspect" -l check -d 'VIS-001 (prompt match; needs --prompt), VIS-002 (texture artifacts) or VIS-003 (freeform; needs --question)' -r
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand inspect" -l prompt -d 'What the asset should be (VIS-001), e.g. "a red office chair"' -r
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand inspect" -l question -d 'The question (VIS-003)' -r
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand inspect" -l render-dir -d 'Reuse the stills `meshcheck render` wrote into DIR instead of rendering' -r -F
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand inspect" -l timeout -d 'Seconds to wait for the model [default: MESHCHECK_VISION_TIMEOUT or 60]' -r
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand inspect" -l no-response-format -d 'Do not ask for `response_format: json_schema` (providers without structured output); the reply is checked against the schema anyway'
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand inspect" -s h -l help -d 'Print help'
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand inspect" -s V -l version -d 'Print version'
 complete -c meshcheck -n "__fish_meshcheck_using_subcommand generate" -l dir -d 'The repository root to write into' -r -F
 complete -c meshcheck -n "__fish_meshcheck_using_subcommand generate" -s h -l help -d 'Print help'
 complete -c meshcheck -n "__fish_meshcheck_using_subcommand generate" -s V -l version -d 'Print version'
-complete -c meshcheck -n "__fish_meshcheck_using_subcommand help; and not __fish_seen_subcommand_from validate checks profiles render generate help" -f -a "validate" -d 'Validate assets (files or folders) and print their reports'
-complete -c meshcheck -n "__fish_meshcheck_using_subcommand help; and not __fish_seen_subcommand_from validate checks profiles render generate help" -f -a "checks" -d 'List the check catalog with the thresholds of a profile'
-complete -c meshcheck -n "__fish_meshcheck_using_subcommand help; and not __fish_seen_subcommand_from validate checks profiles render generate help" -f -a "profiles" -d 'Show the built-in budget profiles side by side'
-complete -c meshcheck -n "__fish_meshcheck_using_subcommand help; and not __fish_seen_subcommand_from validate checks profiles render generate help" -f -a "render" -d 'Render stills (and a turntable GIF) of one asset under the studio rig'
-complete -c meshcheck -n "__fish_meshcheck_using_subcommand help; and not __fish_seen_subcommand_from validate checks profiles render generate help" -f -a "generate" -d 'Regenerate completions, man pages, schemas and docs/checks.md (for maintainers)'
-complete -c meshcheck -n "__fish_meshcheck_using_subcommand help; and not __fish_seen_subcommand_from validate checks profiles render generate help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand help; and not __fish_seen_subcommand_from validate checks profiles render inspect generate help" -f -a "validate" -d 'Validate assets (files or folders) and print their reports'
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand help; and not __fish_seen_subcommand_from validate checks profiles render inspect generate help" -f -a "checks" -d 'List the check catalog with the thresholds of a profile'
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand help; and not __fish_seen_subcommand_from validate checks profiles render inspect generate help" -f -a "profiles" -d 'Show the built-in budget profiles side by side'
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand help; and not __fish_seen_subcommand_from validate checks profiles render inspect generate help" -f -a "render" -d 'Render stills (and a turntable GIF) of one asset under the studio rig'
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand help; and not __fish_seen_subcommand_from validate checks profiles render inspect generate help" -f -a "inspect" -d 'Ask a vision model about the renders (VIS-001, VIS-002, VIS-003)'
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand help; and not __fish_seen_subcommand_from validate checks profiles render inspect generate help" -f -a "generate" -d 'Regenerate completions, man pages, schemas and docs/checks.md (for maintainers)'
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand help; and not __fish_seen_subcommand_from validate checks profiles render inspect generate help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'

@@ -23,6 +23,8 @@ pub enum ErrorCode {
     BundleIncomplete,
     /// The renderer is unavailable or failed.
     RenderFailed,
+    /// The vision model is not configured, unreachable, or gave no valid answer.
+    InspectUnavailable,
     /// A fault of ours, never a client mistake.
     Internal,
 }
@@ -36,6 +38,7 @@ impl ErrorCode {
             ErrorCode::MalformedGltf => "MALFORMED_GLTF",
             ErrorCode::BundleIncomplete => "BUNDLE_INCOMPLETE",
             ErrorCode::RenderFailed => "RENDER_FAILED",
+            ErrorCode::InspectUnavailable => "INSPECT_UNAVAILABLE",
             ErrorCode::Internal => "INTERNAL",
         }
     }
@@ -46,7 +49,7 @@ impl ErrorCode {
         match self {
             ErrorCode::BadRequest => 2,
             ErrorCode::UnsupportedFormat | ErrorCode::MalformedGltf | ErrorCode::BundleIncomplete => 3,
-            ErrorCode::RenderFailed | ErrorCode::Internal => 4,
+            ErrorCode::RenderFailed | ErrorCode::InspectUnavailable | ErrorCode::Internal => 4,
         }
     }
 }

@@ -22,3 +22,4 @@ pub mod report;
 #[doc(hidden)]
 pub mod testkit;
 pub mod validator;
+pub mod vision;

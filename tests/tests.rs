@@ -11,3 +11,4 @@ mod render;
 mod spec001;
 mod util;
 mod uv;
+mod vision;

@@ -44,6 +44,20 @@ pub fn files() -> Vec<(PathBuf, Vec<u8>)> {
     out.push((PathBuf::from("schemas/report.json"), schema(schemars::schema_for!(crate::report::Report))));
     out.push((PathBuf::from("schemas/check_result.json"), schema(schemars::schema_for!(crate::report::CheckResult))));
     out.push((PathBuf::from("schemas/render_report.json"), schema(schemars::schema_for!(crate::report::RenderReport))));
+    out.push((
+        PathBuf::from("schemas/inspect_answer.json"),
+        schema(schemars::schema_for!(crate::vision::InspectAnswer)),
+    ));
+    for (name, v) in [
+        ("vis-001.json", crate::vision::schema_file::<crate::vision::answers::Vis001>()),
+        ("vis-002.json", crate::vision::schema_file::<crate::vision::answers::Vis002>()),
+        ("vis-003.json", crate::vision::schema_file::<crate::vision::answers::Vis003>()),
+    ] {
+        out.push((
+            PathBuf::from("schemas").join(name),
+            (serde_json::to_string_pretty(&v).unwrap_or_default() + "\n").into_bytes(),
+        ));
+    }
     out.push((PathBuf::from("docs/checks.md"), checks_md().into_bytes()));
     out
 }

@@ -6,6 +6,7 @@
 
 pub mod catalog_cmd;
 pub mod generate;
+pub mod inspect_cmd;
 pub mod output;
 pub mod render_cmd;
 pub mod validate;
@@ -37,6 +38,8 @@ pub enum Command {
     Profiles(ProfilesArgs),
     /// Render stills (and a turntable GIF) of one asset under the studio rig.
     Render(RenderArgs),
+    /// Ask a vision model about the renders (VIS-001, VIS-002, VIS-003).
+    Inspect(InspectArgs),
     /// Regenerate completions, man pages, schemas and docs/checks.md (for maintainers).
     #[command(hide = true)]
     Generate(GenerateArgs),
@@ -134,6 +137,34 @@ pub struct ValidateArgs {
     /// With --mode full: stamp this text on the stills.
     #[arg(long, value_name = "TEXT")]
     pub watermark: Option<String>,
+}
+
+/// Arguments of `meshcheck inspect`.
+#[derive(Debug, Args)]
+pub struct InspectArgs {
+    /// The asset (.glb, .gltf, .zip); not needed with --render-dir.
+    #[arg(value_name = "FILE", required_unless_present = "render_dir")]
+    pub file: Option<PathBuf>,
+    /// VIS-001 (prompt match; needs --prompt), VIS-002 (texture artifacts) or
+    /// VIS-003 (freeform; needs --question).
+    #[arg(long, value_name = "ID")]
+    pub check: String,
+    /// What the asset should be (VIS-001), e.g. "a red office chair".
+    #[arg(long, value_name = "TEXT")]
+    pub prompt: Option<String>,
+    /// The question (VIS-003).
+    #[arg(long, value_name = "TEXT")]
+    pub question: Option<String>,
+    /// Reuse the stills `meshcheck render` wrote into DIR instead of rendering.
+    #[arg(long, value_name = "DIR")]
+    pub render_dir: Option<PathBuf>,
+    /// Seconds to wait for the model [default: MESHCHECK_VISION_TIMEOUT or 60].
+    #[arg(long, value_name = "SECONDS", value_parser = positive_seconds)]
+    pub timeout: Option<f64>,
+    /// Do not ask for `response_format: json_schema` (providers without
+    /// structured output); the reply is checked against the schema anyway.
+    #[arg(long)]
+    pub no_response_format: bool,
 }
 
 /// Lighting rigs.
@@ -296,6 +327,7 @@ pub fn main() -> i32 {
         Command::Checks(args) => catalog_cmd::checks(args),
         Command::Profiles(args) => catalog_cmd::profiles(args),
         Command::Render(args) => render_cmd::run(args),
+        Command::Inspect(args) => inspect_cmd::run(args),
         Command::Generate(args) => generate::write_all(&args.dir).map(|_| 0),
     };
     match result {

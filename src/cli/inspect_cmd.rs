@@ -1,0 +1,38 @@
+//! `meshcheck inspect`: ask a vision model about the standard renders of an
+//! asset (VIS-001 prompt match, VIS-002 texture artifacts, VIS-003 a
+//! question) and print the inspect answer envelope. Non-deterministic by
+//! nature; never part of a validate report.
+
+use super::InspectArgs;
+use crate::asset::{self, Input, LoadOptions};
+use crate::error::{Error, ErrorCode, Result};
+use crate::vision::{self, Check, Config};
+
+/// Runs `meshcheck inspect`.
+pub fn run(args: InspectArgs) -> Result<i32> {
+    // Usage first (exit 2), then the provider (exit 4), then the work.
+    let check = Check::parse(&args.check, args.prompt.as_deref(), args.question.as_deref())?;
+    let mut config = Config::from_env()?;
+    if let Some(t) = args.timeout {
+        config.timeout = std::time::Duration::from_secs_f64(t);
+    }
+    if args.no_response_format {
+        config.json_schema = false;
+    }
+    let stills = match (&args.render_dir, &args.file) {
+        (Some(dir), _) => vision::stills_from_dir(dir)?,
+        (None, Some(file)) => {
+            let input = Input::from_path(file)
+                .map_err(|e| Error::bad_request(format!("cannot read {}: {e}", file.display())))?;
+            asset::sniff(&input.bytes)?;
+            let opened = asset::open(input)?;
+            let asset = asset::load_opened_with(&opened, LoadOptions { keep_images: true })?;
+            vision::stills_of(&asset)?
+        }
+        (None, None) => return Err(Error::bad_request("give FILE or --render-dir DIR")),
+    };
+    let answer = vision::inspect(&config, &check, &stills)?;
+    let json = serde_json::to_string_pretty(&answer).map_err(|e| Error::new(ErrorCode::Internal, e.to_string()))?;
+    println!("{json}");
+    Ok(0)
+}
