@@ -247,16 +247,8 @@ fn weld_sorted(points: &[[f64; 3]], tol: f64) -> Result<Welded, SortedMiss> {
         let key = cell_keys[c];
         let k = [(key >> 42) as i64, ((key >> 21) & (F as u64 - 1)) as i64, (key & (F as u64 - 1)) as i64];
         for a in run {
-            let p = &at[a];
-            let mut range = [[0i64; 2]; 3];
-            for a in 0..3 {
-                // The same face test as the hash grid, in packed coordinates.
-                let lo = (k[a] - CellMap::LIMIT) as f64 * cell;
-                range[a] = [if p[a] - lo <= tol { -1 } else { 0 }, if lo + cell - p[a] <= tol { 1 } else { 0 }];
-            }
-            if range.iter().all(|r| r == &[0, 0]) {
-                continue;
-            }
+            // The same face test as the hash grid, in packed coordinates.
+            let Some(range) = near_faces(&at[a], k.map(|c| c - CellMap::LIMIT), cell, tol) else { continue };
             for dx in range[0][0]..=range[0][1] {
                 for dy in range[1][0]..=range[1][1] {
                     for dz in range[2][0]..=range[2][1] {
@@ -286,6 +278,18 @@ fn weld_sorted(points: &[[f64; 3]], tol: f64) -> Result<Welded, SortedMiss> {
     }
     let (labels, count) = uf.labels();
     Ok(Welded { labels, count, exact: true })
+}
+
+/// For a point in cell `k` (cells `cell` wide), the neighbour offsets per
+/// axis (-1..=1) whose shared face lies within `tol` of it; `None` when it
+/// is near no face (the common case).
+fn near_faces(p: &[f64; 3], k: [i64; 3], cell: f64, tol: f64) -> Option<[[i64; 2]; 3]> {
+    let mut range = [[0i64; 2]; 3];
+    for a in 0..3 {
+        let lo = k[a] as f64 * cell;
+        range[a] = [if p[a] - lo <= tol { -1 } else { 0 }, if lo + cell - p[a] <= tol { 1 } else { 0 }];
+    }
+    range.iter().any(|r| r != &[0, 0]).then_some(range)
 }
 
 /// The first index at or after `from` whose key is at least `target`
@@ -398,14 +402,7 @@ fn weld_grid(points: &[[f64; 3]], tol: f64, factor: f64, fallback_allowed: bool)
         // (cells are CELL_TOLERANCES wide, so usually none).
         let p = &points[i as usize];
         let k = key_of(p);
-        let mut range = [[0i64; 2]; 3];
-        for a in 0..3 {
-            let lo = k[a] as f64 * cell;
-            range[a] = [if p[a] - lo <= tol { -1 } else { 0 }, if lo + cell - p[a] <= tol { 1 } else { 0 }];
-        }
-        if range.iter().all(|r| r == &[0, 0]) {
-            continue;
-        }
+        let Some(range) = near_faces(p, k, cell, tol) else { continue };
         for dx in range[0][0]..=range[0][1] {
             for dy in range[1][0]..=range[1][1] {
                 for dz in range[2][0]..=range[2][1] {
