@@ -781,3 +781,60 @@ fn cli_decode_bomb_under_a_memory_cap_reports_the_error() {
     let v: Value = serde_json::from_slice(&out.stdout).expect("stdout is JSON");
     assert_eq!(v["error"]["code"], "MALFORMED_GLTF");
 }
+
+// ---------------------------------------------------------------------------
+// Full mode: the renderer meets the same inputs
+// ---------------------------------------------------------------------------
+
+/// Hostile inputs that load also render (or fail RND-001 with a reason) in
+/// full mode, in bounded time: non-finite positions, out-of-range indices,
+/// images that lie about their size or are not images, a deep node chain.
+#[test]
+fn hostile_inputs_in_full_mode_report() {
+    use meshcheck::engine::{Options, Selection, validate};
+    use meshcheck::report::Mode;
+    let opts = Options {
+        mode: Mode::Full,
+        selection: Selection::parse(&["RND".into(), "PERF-001".into()], &[]).unwrap(),
+        ..Options::default()
+    };
+    let mut nan = cube(1.0);
+    nan.positions[0] = [f32::NAN, 0.0, 0.0];
+    nan.positions[1] = [f32::INFINITY, f32::NEG_INFINITY, 0.0];
+    let mut all_nan = cube(1.0);
+    all_nan.positions.iter_mut().for_each(|p| *p = [f32::NAN; 3]);
+    let mut bad_idx = cube(1.0);
+    bad_idx.indices.as_mut().unwrap()[0] = 1000;
+    let (mut deep, bin) = cube_parts();
+    deep["nodes"] = Value::Array(
+        (0..20_000)
+            .map(|i| if i + 1 < 20_000 { json!({ "children": [i + 1] }) } else { json!({ "mesh": 0 }) })
+            .collect(),
+    );
+    deep["scenes"] = json!([{ "nodes": [0] }]);
+    let cases: Vec<(&str, Vec<u8>, bool)> = vec![
+        // The two broken vertices are on the +X face, whose triangles the
+        // GPU drops: the right view sees no face (the inner side of -X is culled).
+        ("nan.glb", Doc::single(nan).to_glb(), false),
+        ("allnan.glb", Doc::single(all_nan).to_glb(), false),
+        ("badidx.glb", Doc::single(bad_idx).to_glb(), true),
+        ("huge-image.glb", textured_glb(png_header_only(65535, 65535)), true),
+        ("notimage.glb", textured_glb(b"this is not a picture".to_vec()), true),
+        ("deep.glb", glb_from_parts(&deep, &bin), true),
+    ];
+    for (name, bytes, visible) in cases {
+        let started = Instant::now();
+        let r = validate(meshcheck::asset::Input::from_bytes(name, bytes), &opts)
+            .unwrap_or_else(|e| panic!("{name}: refused in full mode: {e}"));
+        assert!(started.elapsed() < BOUNDED, "{name} took {:?}", started.elapsed());
+        let rnd1 = check(&r, "RND-001");
+        assert_eq!(rnd1.status, Status::Pass, "{name}: {}", rnd1.message);
+        let rnd2 = check(&r, "RND-002");
+        assert_eq!(rnd2.status == Status::Pass, visible, "{name}: {}", rnd2.message);
+        if name.contains("image") {
+            let notes = rnd1.measured["notes"].as_array().unwrap();
+            assert_eq!(notes.len(), 1, "{name}: the texture is named in notes: {notes:?}");
+        }
+        assert_schema_valid(&serde_json::to_value(&r).unwrap());
+    }
+}
