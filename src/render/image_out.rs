@@ -39,6 +39,9 @@ pub fn finish(raw: RawView, angle: Angle, background: Background, mark: Option<&
         }
         let af = a as f32 / 255.0;
         match background {
+            Background::Color(bg) if a == 0 => {
+                px.copy_from_slice(&[bg[0], bg[1], bg[2], 255]);
+            }
             Background::Color(bg) => {
                 for c in 0..3 {
                     let l = lut[px[c] as usize] + lut[bg[c] as usize] * (1.0 - af);
