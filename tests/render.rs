@@ -279,3 +279,29 @@ fn cli_full_mode_writes_screenshots_next_to_the_report() {
         assert!(s["path"].as_str().unwrap().contains("Box-screenshots"));
     }
 }
+
+#[test]
+fn many_textures_stay_within_the_texture_budget() {
+    // 200 materials, each with its own 1024x1024 texture: 1.1 GB of device
+    // memory at full size, past the budget, so each is drawn at 512 px and
+    // the note says so.
+    let n = 200;
+    let mut doc = Doc::single(testkit::cube(1.0));
+    doc.meshes[0].primitives.clear();
+    for i in 0..n {
+        let mut p = testkit::cube(0.5);
+        p.translate([(i % 20) as f32, (i / 20) as f32, 0.0]);
+        p.material = Some(i);
+        doc.meshes[0].primitives.push(p);
+        let shade = i as u8;
+        let img = image::RgbaImage::from_pixel(1024, 1024, image::Rgba([shade, 255 - shade, 128, 255]));
+        doc.images.push(Image { bytes: image_out::png(&img), mime: "image/png".into(), uri: None });
+        doc.textures.push(Texture { source: i });
+        doc.materials.push(Material { base_color_texture: Some(i), ..Material::default() });
+    }
+    let asset = load(doc.to_glb(), "many.glb");
+    let out = Renderer::shared().unwrap().render(&asset, &standard(128)).unwrap();
+    assert_eq!(out.notes.len(), 1, "{:?}", out.notes);
+    assert!(out.notes[0].starts_with("200 textures drawn at 512 px"), "{:?}", out.notes);
+    assert!(out.stills.iter().all(|s| s.visible_pixels > 0));
+}

@@ -11,9 +11,11 @@
 //! - Pipelines are keyed by (blend, double-sided, mirrored): blending
 //!   materials draw after the opaque ones, back to front, without depth
 //!   writes; mirrored instances (negative determinant) wind clockwise.
-//! - Textures are decoded with `image` under limits, reduced to at most
-//!   [`MAX_TEXTURE_DIM`] (stills are at most 1024 px), given a box-filtered
-//!   mip chain, and decoded in parallel.
+//! - Textures are decoded with `image` under limits ([`MAX_DECODE_DIM`],
+//!   [`MAX_DECODE_BYTES`]), in parallel, reduced to at most
+//!   [`MAX_TEXTURE_DIM`] (stills are at most 1024 px), or less when many
+//!   textures would pass [`TEXTURE_BUDGET_BYTES`], and given a box-filtered
+//!   mip chain.
 
 use super::rig::{self, Angle};
 use super::{Renderer, SAMPLES};
@@ -28,9 +30,22 @@ use wgpu::util::DeviceExt;
 /// Largest texture side uploaded; larger ones are reduced (box filter).
 pub const MAX_TEXTURE_DIM: u32 = 2048;
 /// Largest image side decoded at all; larger ones are drawn with factors only.
-pub const MAX_DECODE_DIM: u32 = 16384;
-/// Decoder memory limit per image.
-pub const MAX_DECODE_BYTES: u64 = 1 << 30;
+pub const MAX_DECODE_DIM: u32 = 8192;
+/// Decoder memory limit per image (an 8192x8192 RGBA image and some slack);
+/// at most one decode per core is in flight.
+pub const MAX_DECODE_BYTES: u64 = 320 << 20;
+/// Device bytes all of a scene's textures may take, mip chains included:
+/// with many textures each is reduced below [`MAX_TEXTURE_DIM`] to fit.
+pub const TEXTURE_BUDGET_BYTES: u64 = 768 << 20;
+
+/// The largest side each of `count` textures may keep within [`TEXTURE_BUDGET_BYTES`].
+pub fn texture_dim_for(count: usize) -> u32 {
+    let mut dim = MAX_TEXTURE_DIM;
+    while dim > 64 && count as u64 * (dim as u64 * dim as u64 * 4 * 4 / 3) > TEXTURE_BUDGET_BYTES {
+        dim /= 2;
+    }
+    dim
+}
 const FLOATS_PER_VERTEX: usize = 18;
 const COLOR_FORMAT: wgpu::TextureFormat = wgpu::TextureFormat::Rgba8UnormSrgb;
 const DEPTH_FORMAT: wgpu::TextureFormat = wgpu::TextureFormat::Depth32Float;
@@ -529,6 +544,8 @@ struct Slot {
 
 impl Textures {
     fn decode(r: &Renderer, asset: &Asset, notes: &mut Vec<String>) -> Textures {
+        // Device memory is bounded by the budget; host memory by one full-size
+        // decode per core plus the reduced images.
         let device = &r.device;
         // Which images are needed, and in which colour space.
         let mut wanted: Vec<(usize, bool)> = Vec::new();
@@ -541,8 +558,21 @@ impl Textures {
                 }
             }
         }
+        let max_dim = texture_dim_for(wanted.len());
+        let side = |img: usize| {
+            asset.images.get(img).and_then(|r| r.header.as_ref().ok()).map_or(0, |h| h.width.max(h.height))
+        };
+        // Reduced because of the budget: larger than its share, which is below the usual cap.
+        let reduced = wanted.iter().filter(|(img, _)| max_dim < MAX_TEXTURE_DIM && side(*img) > max_dim).count();
+        if reduced > 0 {
+            notes.push(format!(
+                "{} textures drawn at {max_dim} px a side at most, to keep {} textures within the renderer's texture budget",
+                reduced,
+                wanted.len()
+            ));
+        }
         let decoded: Vec<((usize, bool), std::result::Result<image::RgbaImage, String>)> =
-            wanted.par_iter().map(|&(img, srgb)| ((img, srgb), decode_image(asset, img))).collect();
+            wanted.par_iter().map(|&(img, srgb)| ((img, srgb), decode_image(asset, img, max_dim))).collect();
         let mut views = HashMap::new();
         let mut failed = std::collections::BTreeSet::new();
         for ((img, srgb), result) in decoded {
@@ -605,7 +635,7 @@ fn texture_image(asset: &Asset, texture: usize) -> Option<usize> {
     webp.or(Some(t.source.value())).filter(|&i| i < asset.root.images.len())
 }
 
-fn decode_image(asset: &Asset, img: usize) -> std::result::Result<image::RgbaImage, String> {
+fn decode_image(asset: &Asset, img: usize, max_dim: u32) -> std::result::Result<image::RgbaImage, String> {
     let bytes = asset.image_data.get(img).and_then(|b| b.as_deref()).ok_or("the image could not be loaded")?;
     if bytes.starts_with(b"\xABKTX 20\xBB") {
         return Err("KTX2/Basis Universal textures are not decoded by the renderer".into());
@@ -620,7 +650,7 @@ fn decode_image(asset: &Asset, img: usize) -> std::result::Result<image::RgbaIma
     reader.limits(limits);
     let decoded = reader.decode().map_err(|e| format!("the image cannot be decoded: {e}"))?;
     let (w, h) = (decoded.width(), decoded.height());
-    let scale = (MAX_TEXTURE_DIM as f64 / w.max(h) as f64).min(1.0);
+    let scale = (max_dim as f64 / w.max(h) as f64).min(1.0);
     let rgba = if scale < 1.0 {
         let nw = ((w as f64 * scale).round() as u32).max(1);
         let nh = ((h as f64 * scale).round() as u32).max(1);
@@ -859,4 +889,31 @@ fn material(r: &Renderer, asset: &Asset, m: Option<&gltf::json::Material>, textu
         entries: &entries,
     });
     MaterialGpu { bind_group, blend, double_sided }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn many_textures_share_the_budget() {
+        assert_eq!(texture_dim_for(1), MAX_TEXTURE_DIM);
+        assert_eq!(texture_dim_for(30), MAX_TEXTURE_DIM);
+        for n in [40, 200, 1000, 100_000] {
+            let d = texture_dim_for(n) as u64;
+            assert!(d >= 64 && d < MAX_TEXTURE_DIM as u64, "{n}: {d}");
+            if d > 64 {
+                assert!(n as u64 * d * d * 4 * 4 / 3 <= TEXTURE_BUDGET_BYTES, "{n}: {d}");
+            }
+        }
+    }
+
+    #[test]
+    fn mips_halve_to_one_texel() {
+        let img = image::RgbaImage::from_pixel(5, 3, image::Rgba([10, 20, 30, 255]));
+        let h = half(&img);
+        assert_eq!(h.dimensions(), (2, 1));
+        assert_eq!(h.get_pixel(0, 0).0, [10, 20, 30, 255]);
+        assert_eq!(half(&half(&h)).dimensions(), (1, 1));
+    }
 }
