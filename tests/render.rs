@@ -305,3 +305,33 @@ fn many_textures_stay_within_the_texture_budget() {
     assert!(out.notes[0].starts_with("200 textures drawn at 512 px"), "{:?}", out.notes);
     assert!(out.stills.iter().all(|s| s.visible_pixels > 0));
 }
+
+#[test]
+fn no_adapter_is_an_environment_error() {
+    // Vulkan only, with the loader pointed at a driver that does not exist:
+    // wgpu finds no adapter. That is exit 4 (RENDER_FAILED) naming the
+    // package to install, for `render` and for full-mode validation alike.
+    let dir = tempfile::tempdir().unwrap();
+    let file = model("khronos-sample-models/Box.glb");
+    let no_gpu = |args: &[&str]| {
+        crate::util::bin()
+            .args(args)
+            .env("WGPU_BACKEND", "vulkan")
+            .env("VK_ICD_FILENAMES", "/nonexistent/icd.json")
+            .env("VK_DRIVER_FILES", "/nonexistent/icd.json")
+            .output()
+            .unwrap()
+    };
+    for args in [
+        vec!["render", file.to_str().unwrap(), "--out", dir.path().to_str().unwrap()],
+        vec!["validate", file.to_str().unwrap(), "--mode", "full", "--skip", "SPEC-001"],
+    ] {
+        let o = no_gpu(&args);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(4), "{args:?}: {err}");
+        assert!(err.contains("RENDER_FAILED") && err.contains("mesa-vulkan-drivers"), "{err}");
+    }
+    // checks_only needs no adapter.
+    let o = no_gpu(&["validate", file.to_str().unwrap(), "--skip", "SPEC-001"]);
+    assert_eq!(o.status.code(), Some(0));
+}
