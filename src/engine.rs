@@ -390,7 +390,6 @@ pub struct RenderOutput {
 pub fn render(input: Input, job: &RenderJob) -> Result<RenderOutput> {
     job.check()?;
     let renderer = crate::render::Renderer::shared()?;
-    asset::sniff(&input.bytes)?;
     let opened = asset::open(input)?;
     let asset = asset::load_opened_with(&opened, asset::LoadOptions { keep_images: true })?;
     let started = std::time::Instant::now();
@@ -400,19 +399,7 @@ pub fn render(input: Input, job: &RenderJob) -> Result<RenderOutput> {
         None => None,
     };
     let render_ms = (started.elapsed().as_secs_f64() * 1000.0 * 10.0).round() / 10.0;
-    let screenshots = rendered
-        .stills
-        .iter()
-        .enumerate()
-        .map(|(i, s)| report::Screenshot {
-            name: s.angle.file_stem(i),
-            angle: s.angle,
-            size: s.image.width(),
-            path: None,
-            url: None,
-            visible_pct: (s.visible_pct() * 100.0).round() / 100.0,
-        })
-        .collect();
+    let screenshots = rendered.stills.iter().enumerate().map(|(i, s)| report::Screenshot::of(s, i)).collect();
     let report = report::RenderReport {
         schema_version: report::SCHEMA_VERSION.into(),
         render_id: None,

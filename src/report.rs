@@ -87,6 +87,20 @@ pub struct Screenshot {
     pub visible_pct: f64,
 }
 
+impl Screenshot {
+    /// The entry for the `index`-th still of a render (no `path` or `url` yet).
+    pub fn of(still: &crate::render::Still, index: usize) -> Screenshot {
+        Screenshot {
+            name: still.angle.file_stem(index),
+            angle: still.angle,
+            size: still.image.width(),
+            path: None,
+            url: None,
+            visible_pct: (still.visible_pct() * 100.0).round() / 100.0,
+        }
+    }
+}
+
 /// What `meshcheck render` and POST /v1/render return: stills (and a
 /// turntable) of the asset under the studio rig; no checks.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]

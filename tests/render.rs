@@ -195,6 +195,18 @@ fn render_job_limits_are_bad_requests() {
         turntable: Some(meshcheck::report::TurntableSpec { frames: 36, format: "mp4".into(), size: 512 }),
     };
     assert_eq!(mp4.check().unwrap_err().code.as_str(), "BAD_REQUEST");
+    for (frames, size) in [(7, 512), (121, 512), (36, 127), (36, 1025)] {
+        let job = RenderJob {
+            request: Request::standard(256),
+            turntable: Some(meshcheck::report::TurntableSpec { frames, format: "gif".into(), size }),
+        };
+        assert_eq!(job.check().unwrap_err().code.as_str(), "BAD_REQUEST", "frames {frames}, size {size}");
+    }
+    let edge = RenderJob {
+        request: Request::standard(1024),
+        turntable: Some(meshcheck::report::TurntableSpec { frames: 120, format: "gif".into(), size: 128 }),
+    };
+    assert!(edge.check().is_ok(), "the bounds themselves are allowed");
 }
 
 #[test]

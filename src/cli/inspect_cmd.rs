@@ -24,7 +24,6 @@ pub fn run(args: InspectArgs) -> Result<i32> {
         (None, Some(file)) => {
             let input = Input::from_path(file)
                 .map_err(|e| Error::bad_request(format!("cannot read {}: {e}", file.display())))?;
-            asset::sniff(&input.bytes)?;
             let opened = asset::open(input)?;
             let asset = asset::load_opened_with(&opened, LoadOptions { keep_images: true })?;
             vision::stills_of(&asset)?

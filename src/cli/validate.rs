@@ -152,18 +152,12 @@ fn write_stills(base: &Path, job: &Job, rendered: &crate::render::Rendered) -> R
         .map_err(|e| Error::bad_request(format!("cannot create the folder {}: {e}", dir.display())))?;
     let mut out = Vec::new();
     for (i, still) in rendered.stills.iter().enumerate() {
-        let name = still.angle.file_stem(i);
-        let path = dir.join(format!("{name}.png"));
+        let mut shot = crate::report::Screenshot::of(still, i);
+        let path = dir.join(format!("{}.png", shot.name));
         std::fs::write(&path, crate::render::image_out::png(&still.image))
             .map_err(|e| Error::bad_request(format!("cannot write {}: {e}", path.display())))?;
-        out.push(crate::report::Screenshot {
-            name,
-            angle: still.angle,
-            size: still.image.width(),
-            path: Some(path.display().to_string()),
-            url: None,
-            visible_pct: (still.visible_pct() * 100.0).round() / 100.0,
-        });
+        shot.path = Some(path.display().to_string());
+        out.push(shot);
     }
     Ok(out)
 }
