@@ -30,6 +30,9 @@ Register-ArgumentCompleter -Native -CommandName 'meshcheck' -ScriptBlock {
             [CompletionResult]::new('profiles', 'profiles', [CompletionResultType]::ParameterValue, 'Show the built-in budget profiles side by side')
             [CompletionResult]::new('render', 'render', [CompletionResultType]::ParameterValue, 'Render stills (and a turntable GIF) of one asset under the studio rig')
             [CompletionResult]::new('inspect', 'inspect', [CompletionResultType]::ParameterValue, 'Ask a vision model about the renders (VIS-001, VIS-002, VIS-003)')
+            [CompletionResult]::new('serve', 'serve', [CompletionResultType]::ParameterValue, 'Run the /v1 HTTP API (accounts, credits, uploads, jobs, webhooks)')
+            [CompletionResult]::new('accounts', 'accounts', [CompletionResultType]::ParameterValue, 'Create and list service accounts (in the server''s data folder)')
+            [CompletionResult]::new('keys', 'keys', [CompletionResultType]::ParameterValue, 'Create and revoke API keys of service accounts')
             [CompletionResult]::new('generate', 'generate', [CompletionResultType]::ParameterValue, 'Regenerate completions, man pages, schemas and docs/checks.md (for maintainers)')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
             break
@@ -99,6 +102,107 @@ Register-ArgumentCompleter -Native -CommandName 'meshcheck' -ScriptBlock {
             [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
             break
         }
+        'meshcheck;serve' {
+            [CompletionResult]::new('--addr', '--addr', [CompletionResultType]::ParameterName, 'Address to listen on [default: 127.0.0.1:8080]')
+            [CompletionResult]::new('--data-dir', '--data-dir', [CompletionResultType]::ParameterName, 'Folder for the database and the transient blobs [default: ./meshcheck-data]')
+            [CompletionResult]::new('--base-url', '--base-url', [CompletionResultType]::ParameterName, 'Public base URL, used in upload URLs [default: http://ADDR]')
+            [CompletionResult]::new('--workers', '--workers', [CompletionResultType]::ParameterName, 'Job workers [default: the number of cores]')
+            [CompletionResult]::new('--log-format', '--log-format', [CompletionResultType]::ParameterName, 'Log format [default: text]')
+            [CompletionResult]::new('--allow-private-targets', '--allow-private-targets', [CompletionResultType]::ParameterName, 'Let `url` fetches and webhooks reach loopback and private addresses (tests and closed networks only; logged as a warning)')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'meshcheck;accounts' {
+            [CompletionResult]::new('--data-dir', '--data-dir', [CompletionResultType]::ParameterName, 'The server''s data folder [default: ./meshcheck-data]')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('create', 'create', [CompletionResultType]::ParameterValue, 'Create an account and print its first API key (shown once)')
+            [CompletionResult]::new('list', 'list', [CompletionResultType]::ParameterValue, 'List accounts with their plan, balance and keys (prefixes only)')
+            [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
+            break
+        }
+        'meshcheck;accounts;create' {
+            [CompletionResult]::new('--plan', '--plan', [CompletionResultType]::ParameterName, 'Plan: free, indie, studio or scale')
+            [CompletionResult]::new('--email', '--email', [CompletionResultType]::ParameterName, 'Contact address')
+            [CompletionResult]::new('--data-dir', '--data-dir', [CompletionResultType]::ParameterName, 'The server''s data folder [default: ./meshcheck-data]')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print JSON (`account_id`, `api_key`, `plan`) instead of text')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'meshcheck;accounts;list' {
+            [CompletionResult]::new('--data-dir', '--data-dir', [CompletionResultType]::ParameterName, 'The server''s data folder [default: ./meshcheck-data]')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'meshcheck;accounts;help' {
+            [CompletionResult]::new('create', 'create', [CompletionResultType]::ParameterValue, 'Create an account and print its first API key (shown once)')
+            [CompletionResult]::new('list', 'list', [CompletionResultType]::ParameterValue, 'List accounts with their plan, balance and keys (prefixes only)')
+            [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
+            break
+        }
+        'meshcheck;accounts;help;create' {
+            break
+        }
+        'meshcheck;accounts;help;list' {
+            break
+        }
+        'meshcheck;accounts;help;help' {
+            break
+        }
+        'meshcheck;keys' {
+            [CompletionResult]::new('--data-dir', '--data-dir', [CompletionResultType]::ParameterName, 'The server''s data folder [default: ./meshcheck-data]')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('create', 'create', [CompletionResultType]::ParameterValue, 'Make another key for an account and print it (shown once)')
+            [CompletionResult]::new('revoke', 'revoke', [CompletionResultType]::ParameterValue, 'Revoke a key, given in full or by its first 12 characters')
+            [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
+            break
+        }
+        'meshcheck;keys;create' {
+            [CompletionResult]::new('--account', '--account', [CompletionResultType]::ParameterName, 'The account (acct_...)')
+            [CompletionResult]::new('--data-dir', '--data-dir', [CompletionResultType]::ParameterName, 'The server''s data folder [default: ./meshcheck-data]')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'meshcheck;keys;revoke' {
+            [CompletionResult]::new('--data-dir', '--data-dir', [CompletionResultType]::ParameterName, 'The server''s data folder [default: ./meshcheck-data]')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'meshcheck;keys;help' {
+            [CompletionResult]::new('create', 'create', [CompletionResultType]::ParameterValue, 'Make another key for an account and print it (shown once)')
+            [CompletionResult]::new('revoke', 'revoke', [CompletionResultType]::ParameterValue, 'Revoke a key, given in full or by its first 12 characters')
+            [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
+            break
+        }
+        'meshcheck;keys;help;create' {
+            break
+        }
+        'meshcheck;keys;help;revoke' {
+            break
+        }
+        'meshcheck;keys;help;help' {
+            break
+        }
         'meshcheck;generate' {
             [CompletionResult]::new('--dir', '--dir', [CompletionResultType]::ParameterName, 'The repository root to write into')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
@@ -113,6 +217,9 @@ Register-ArgumentCompleter -Native -CommandName 'meshcheck' -ScriptBlock {
             [CompletionResult]::new('profiles', 'profiles', [CompletionResultType]::ParameterValue, 'Show the built-in budget profiles side by side')
             [CompletionResult]::new('render', 'render', [CompletionResultType]::ParameterValue, 'Render stills (and a turntable GIF) of one asset under the studio rig')
             [CompletionResult]::new('inspect', 'inspect', [CompletionResultType]::ParameterValue, 'Ask a vision model about the renders (VIS-001, VIS-002, VIS-003)')
+            [CompletionResult]::new('serve', 'serve', [CompletionResultType]::ParameterValue, 'Run the /v1 HTTP API (accounts, credits, uploads, jobs, webhooks)')
+            [CompletionResult]::new('accounts', 'accounts', [CompletionResultType]::ParameterValue, 'Create and list service accounts (in the server''s data folder)')
+            [CompletionResult]::new('keys', 'keys', [CompletionResultType]::ParameterValue, 'Create and revoke API keys of service accounts')
             [CompletionResult]::new('generate', 'generate', [CompletionResultType]::ParameterValue, 'Regenerate completions, man pages, schemas and docs/checks.md (for maintainers)')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
             break
@@ -130,6 +237,31 @@ Register-ArgumentCompleter -Native -CommandName 'meshcheck' -ScriptBlock {
             break
         }
         'meshcheck;help;inspect' {
+            break
+        }
+        'meshcheck;help;serve' {
+            break
+        }
+        'meshcheck;help;accounts' {
+            [CompletionResult]::new('create', 'create', [CompletionResultType]::ParameterValue, 'Create an account and print its first API key (shown once)')
+            [CompletionResult]::new('list', 'list', [CompletionResultType]::ParameterValue, 'List accounts with their plan, balance and keys (prefixes only)')
+            break
+        }
+        'meshcheck;help;accounts;create' {
+            break
+        }
+        'meshcheck;help;accounts;list' {
+            break
+        }
+        'meshcheck;help;keys' {
+            [CompletionResult]::new('create', 'create', [CompletionResultType]::ParameterValue, 'Make another key for an account and print it (shown once)')
+            [CompletionResult]::new('revoke', 'revoke', [CompletionResultType]::ParameterValue, 'Revoke a key, given in full or by its first 12 characters')
+            break
+        }
+        'meshcheck;help;keys;create' {
+            break
+        }
+        'meshcheck;help;keys;revoke' {
             break
         }
         'meshcheck;help;generate' {

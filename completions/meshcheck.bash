@@ -16,6 +16,9 @@ _meshcheck() {
             ",$1")
                 cmd="meshcheck"
                 ;;
+            meshcheck,accounts)
+                cmd="meshcheck__subcmd__accounts"
+                ;;
             meshcheck,checks)
                 cmd="meshcheck__subcmd__checks"
                 ;;
@@ -28,14 +31,41 @@ _meshcheck() {
             meshcheck,inspect)
                 cmd="meshcheck__subcmd__inspect"
                 ;;
+            meshcheck,keys)
+                cmd="meshcheck__subcmd__keys"
+                ;;
             meshcheck,profiles)
                 cmd="meshcheck__subcmd__profiles"
                 ;;
             meshcheck,render)
                 cmd="meshcheck__subcmd__render"
                 ;;
+            meshcheck,serve)
+                cmd="meshcheck__subcmd__serve"
+                ;;
             meshcheck,validate)
                 cmd="meshcheck__subcmd__validate"
+                ;;
+            meshcheck__subcmd__accounts,create)
+                cmd="meshcheck__subcmd__accounts__subcmd__create"
+                ;;
+            meshcheck__subcmd__accounts,help)
+                cmd="meshcheck__subcmd__accounts__subcmd__help"
+                ;;
+            meshcheck__subcmd__accounts,list)
+                cmd="meshcheck__subcmd__accounts__subcmd__list"
+                ;;
+            meshcheck__subcmd__accounts__subcmd__help,create)
+                cmd="meshcheck__subcmd__accounts__subcmd__help__subcmd__create"
+                ;;
+            meshcheck__subcmd__accounts__subcmd__help,help)
+                cmd="meshcheck__subcmd__accounts__subcmd__help__subcmd__help"
+                ;;
+            meshcheck__subcmd__accounts__subcmd__help,list)
+                cmd="meshcheck__subcmd__accounts__subcmd__help__subcmd__list"
+                ;;
+            meshcheck__subcmd__help,accounts)
+                cmd="meshcheck__subcmd__help__subcmd__accounts"
                 ;;
             meshcheck__subcmd__help,checks)
                 cmd="meshcheck__subcmd__help__subcmd__checks"
@@ -49,14 +79,50 @@ _meshcheck() {
             meshcheck__subcmd__help,inspect)
                 cmd="meshcheck__subcmd__help__subcmd__inspect"
                 ;;
+            meshcheck__subcmd__help,keys)
+                cmd="meshcheck__subcmd__help__subcmd__keys"
+                ;;
             meshcheck__subcmd__help,profiles)
                 cmd="meshcheck__subcmd__help__subcmd__profiles"
                 ;;
             meshcheck__subcmd__help,render)
                 cmd="meshcheck__subcmd__help__subcmd__render"
                 ;;
+            meshcheck__subcmd__help,serve)
+                cmd="meshcheck__subcmd__help__subcmd__serve"
+                ;;
             meshcheck__subcmd__help,validate)
                 cmd="meshcheck__subcmd__help__subcmd__validate"
+                ;;
+            meshcheck__subcmd__help__subcmd__accounts,create)
+                cmd="meshcheck__subcmd__help__subcmd__accounts__subcmd__create"
+                ;;
+            meshcheck__subcmd__help__subcmd__accounts,list)
+                cmd="meshcheck__subcmd__help__subcmd__accounts__subcmd__list"
+                ;;
+            meshcheck__subcmd__help__subcmd__keys,create)
+                cmd="meshcheck__subcmd__help__subcmd__keys__subcmd__create"
+                ;;
+            meshcheck__subcmd__help__subcmd__keys,revoke)
+                cmd="meshcheck__subcmd__help__subcmd__keys__subcmd__revoke"
+                ;;
+            meshcheck__subcmd__keys,create)
+                cmd="meshcheck__subcmd__keys__subcmd__create"
+                ;;
+            meshcheck__subcmd__keys,help)
+                cmd="meshcheck__subcmd__keys__subcmd__help"
+                ;;
+            meshcheck__subcmd__keys,revoke)
+                cmd="meshcheck__subcmd__keys__subcmd__revoke"
+                ;;
+            meshcheck__subcmd__keys__subcmd__help,create)
+                cmd="meshcheck__subcmd__keys__subcmd__help__subcmd__create"
+                ;;
+            meshcheck__subcmd__keys__subcmd__help,help)
+                cmd="meshcheck__subcmd__keys__subcmd__help__subcmd__help"
+                ;;
+            meshcheck__subcmd__keys__subcmd__help,revoke)
+                cmd="meshcheck__subcmd__keys__subcmd__help__subcmd__revoke"
                 ;;
             *)
                 ;;
@@ -65,12 +131,130 @@ _meshcheck() {
 
     case "${cmd}" in
         meshcheck)
-            opts="-h -V --help --version validate checks profiles render inspect generate help"
+            opts="-h -V --help --version validate checks profiles render inspect serve accounts keys generate help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        meshcheck__subcmd__accounts)
+            opts="-h -V --data-dir --help --version create list help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --data-dir)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        meshcheck__subcmd__accounts__subcmd__create)
+            opts="-h -V --plan --email --json --data-dir --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --plan)
+                    COMPREPLY=($(compgen -W "free indie studio scale" -- "${cur}"))
+                    return 0
+                    ;;
+                --email)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --data-dir)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        meshcheck__subcmd__accounts__subcmd__help)
+            opts="create list help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        meshcheck__subcmd__accounts__subcmd__help__subcmd__create)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        meshcheck__subcmd__accounts__subcmd__help__subcmd__help)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        meshcheck__subcmd__accounts__subcmd__help__subcmd__list)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        meshcheck__subcmd__accounts__subcmd__list)
+            opts="-h -V --data-dir --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --data-dir)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -119,8 +303,50 @@ _meshcheck() {
             return 0
             ;;
         meshcheck__subcmd__help)
-            opts="validate checks profiles render inspect generate help"
+            opts="validate checks profiles render inspect serve accounts keys generate help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        meshcheck__subcmd__help__subcmd__accounts)
+            opts="create list"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        meshcheck__subcmd__help__subcmd__accounts__subcmd__create)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        meshcheck__subcmd__help__subcmd__accounts__subcmd__list)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
@@ -188,6 +414,48 @@ _meshcheck() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        meshcheck__subcmd__help__subcmd__keys)
+            opts="create revoke"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        meshcheck__subcmd__help__subcmd__keys__subcmd__create)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        meshcheck__subcmd__help__subcmd__keys__subcmd__revoke)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         meshcheck__subcmd__help__subcmd__profiles)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
@@ -203,6 +471,20 @@ _meshcheck() {
             return 0
             ;;
         meshcheck__subcmd__help__subcmd__render)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        meshcheck__subcmd__help__subcmd__serve)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -264,6 +546,120 @@ _meshcheck() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        meshcheck__subcmd__keys)
+            opts="-h -V --data-dir --help --version create revoke help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --data-dir)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        meshcheck__subcmd__keys__subcmd__create)
+            opts="-h -V --account --data-dir --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --account)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --data-dir)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        meshcheck__subcmd__keys__subcmd__help)
+            opts="create revoke help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        meshcheck__subcmd__keys__subcmd__help__subcmd__create)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        meshcheck__subcmd__keys__subcmd__help__subcmd__help)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        meshcheck__subcmd__keys__subcmd__help__subcmd__revoke)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        meshcheck__subcmd__keys__subcmd__revoke)
+            opts="-h -V --data-dir --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --data-dir)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         meshcheck__subcmd__profiles)
             opts="-h -V --format --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
@@ -315,6 +711,40 @@ _meshcheck() {
                     ;;
                 --watermark)
                     COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        meshcheck__subcmd__serve)
+            opts="-h -V --addr --data-dir --base-url --allow-private-targets --workers --log-format --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --addr)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --data-dir)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --base-url)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --workers)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --log-format)
+                    COMPREPLY=($(compgen -W "text json" -- "${cur}"))
                     return 0
                     ;;
                 *)

@@ -27,6 +27,9 @@ set edit:completion:arg-completer[meshcheck] = {|@words|
             cand profiles 'Show the built-in budget profiles side by side'
             cand render 'Render stills (and a turntable GIF) of one asset under the studio rig'
             cand inspect 'Ask a vision model about the renders (VIS-001, VIS-002, VIS-003)'
+            cand serve 'Run the /v1 HTTP API (accounts, credits, uploads, jobs, webhooks)'
+            cand accounts 'Create and list service accounts (in the server''s data folder)'
+            cand keys 'Create and revoke API keys of service accounts'
             cand generate 'Regenerate completions, man pages, schemas and docs/checks.md (for maintainers)'
             cand help 'Print this message or the help of the given subcommand(s)'
         }
@@ -90,6 +93,92 @@ set edit:completion:arg-completer[meshcheck] = {|@words|
             cand -V 'Print version'
             cand --version 'Print version'
         }
+        &'meshcheck;serve'= {
+            cand --addr 'Address to listen on [default: 127.0.0.1:8080]'
+            cand --data-dir 'Folder for the database and the transient blobs [default: ./meshcheck-data]'
+            cand --base-url 'Public base URL, used in upload URLs [default: http://ADDR]'
+            cand --workers 'Job workers [default: the number of cores]'
+            cand --log-format 'Log format [default: text]'
+            cand --allow-private-targets 'Let `url` fetches and webhooks reach loopback and private addresses (tests and closed networks only; logged as a warning)'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'meshcheck;accounts'= {
+            cand --data-dir 'The server''s data folder [default: ./meshcheck-data]'
+            cand -h 'Print help'
+            cand --help 'Print help'
+            cand -V 'Print version'
+            cand --version 'Print version'
+            cand create 'Create an account and print its first API key (shown once)'
+            cand list 'List accounts with their plan, balance and keys (prefixes only)'
+            cand help 'Print this message or the help of the given subcommand(s)'
+        }
+        &'meshcheck;accounts;create'= {
+            cand --plan 'Plan: free, indie, studio or scale'
+            cand --email 'Contact address'
+            cand --data-dir 'The server''s data folder [default: ./meshcheck-data]'
+            cand --json 'Print JSON (`account_id`, `api_key`, `plan`) instead of text'
+            cand -h 'Print help'
+            cand --help 'Print help'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'meshcheck;accounts;list'= {
+            cand --data-dir 'The server''s data folder [default: ./meshcheck-data]'
+            cand -h 'Print help'
+            cand --help 'Print help'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'meshcheck;accounts;help'= {
+            cand create 'Create an account and print its first API key (shown once)'
+            cand list 'List accounts with their plan, balance and keys (prefixes only)'
+            cand help 'Print this message or the help of the given subcommand(s)'
+        }
+        &'meshcheck;accounts;help;create'= {
+        }
+        &'meshcheck;accounts;help;list'= {
+        }
+        &'meshcheck;accounts;help;help'= {
+        }
+        &'meshcheck;keys'= {
+            cand --data-dir 'The server''s data folder [default: ./meshcheck-data]'
+            cand -h 'Print help'
+            cand --help 'Print help'
+            cand -V 'Print version'
+            cand --version 'Print version'
+            cand create 'Make another key for an account and print it (shown once)'
+            cand revoke 'Revoke a key, given in full or by its first 12 characters'
+            cand help 'Print this message or the help of the given subcommand(s)'
+        }
+        &'meshcheck;keys;create'= {
+            cand --account 'The account (acct_...)'
+            cand --data-dir 'The server''s data folder [default: ./meshcheck-data]'
+            cand -h 'Print help'
+            cand --help 'Print help'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'meshcheck;keys;revoke'= {
+            cand --data-dir 'The server''s data folder [default: ./meshcheck-data]'
+            cand -h 'Print help'
+            cand --help 'Print help'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'meshcheck;keys;help'= {
+            cand create 'Make another key for an account and print it (shown once)'
+            cand revoke 'Revoke a key, given in full or by its first 12 characters'
+            cand help 'Print this message or the help of the given subcommand(s)'
+        }
+        &'meshcheck;keys;help;create'= {
+        }
+        &'meshcheck;keys;help;revoke'= {
+        }
+        &'meshcheck;keys;help;help'= {
+        }
         &'meshcheck;generate'= {
             cand --dir 'The repository root to write into'
             cand -h 'Print help'
@@ -103,6 +192,9 @@ set edit:completion:arg-completer[meshcheck] = {|@words|
             cand profiles 'Show the built-in budget profiles side by side'
             cand render 'Render stills (and a turntable GIF) of one asset under the studio rig'
             cand inspect 'Ask a vision model about the renders (VIS-001, VIS-002, VIS-003)'
+            cand serve 'Run the /v1 HTTP API (accounts, credits, uploads, jobs, webhooks)'
+            cand accounts 'Create and list service accounts (in the server''s data folder)'
+            cand keys 'Create and revoke API keys of service accounts'
             cand generate 'Regenerate completions, man pages, schemas and docs/checks.md (for maintainers)'
             cand help 'Print this message or the help of the given subcommand(s)'
         }
@@ -115,6 +207,24 @@ set edit:completion:arg-completer[meshcheck] = {|@words|
         &'meshcheck;help;render'= {
         }
         &'meshcheck;help;inspect'= {
+        }
+        &'meshcheck;help;serve'= {
+        }
+        &'meshcheck;help;accounts'= {
+            cand create 'Create an account and print its first API key (shown once)'
+            cand list 'List accounts with their plan, balance and keys (prefixes only)'
+        }
+        &'meshcheck;help;accounts;create'= {
+        }
+        &'meshcheck;help;accounts;list'= {
+        }
+        &'meshcheck;help;keys'= {
+            cand create 'Make another key for an account and print it (shown once)'
+            cand revoke 'Revoke a key, given in full or by its first 12 characters'
+        }
+        &'meshcheck;help;keys;create'= {
+        }
+        &'meshcheck;help;keys;revoke'= {
         }
         &'meshcheck;help;generate'= {
         }

@@ -31,6 +31,9 @@ complete -c meshcheck -n "__fish_meshcheck_needs_command" -f -a "checks" -d 'Lis
 complete -c meshcheck -n "__fish_meshcheck_needs_command" -f -a "profiles" -d 'Show the built-in budget profiles side by side'
 complete -c meshcheck -n "__fish_meshcheck_needs_command" -f -a "render" -d 'Render stills (and a turntable GIF) of one asset under the studio rig'
 complete -c meshcheck -n "__fish_meshcheck_needs_command" -f -a "inspect" -d 'Ask a vision model about the renders (VIS-001, VIS-002, VIS-003)'
+complete -c meshcheck -n "__fish_meshcheck_needs_command" -f -a "serve" -d 'Run the /v1 HTTP API (accounts, credits, uploads, jobs, webhooks)'
+complete -c meshcheck -n "__fish_meshcheck_needs_command" -f -a "accounts" -d 'Create and list service accounts (in the server\'s data folder)'
+complete -c meshcheck -n "__fish_meshcheck_needs_command" -f -a "keys" -d 'Create and revoke API keys of service accounts'
 complete -c meshcheck -n "__fish_meshcheck_needs_command" -f -a "generate" -d 'Regenerate completions, man pages, schemas and docs/checks.md (for maintainers)'
 complete -c meshcheck -n "__fish_meshcheck_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c meshcheck -n "__fish_meshcheck_using_subcommand validate" -l format -d 'Output format [default: table on a terminal, json otherwise]' -r -f -a "table\t'A table per file, with a summary for folder runs (default on a terminal)'
@@ -78,13 +81,66 @@ complete -c meshcheck -n "__fish_meshcheck_using_subcommand inspect" -l timeout 
 complete -c meshcheck -n "__fish_meshcheck_using_subcommand inspect" -l no-response-format -d 'Do not ask for `response_format: json_schema` (providers without structured output); the reply is checked against the schema anyway'
 complete -c meshcheck -n "__fish_meshcheck_using_subcommand inspect" -s h -l help -d 'Print help'
 complete -c meshcheck -n "__fish_meshcheck_using_subcommand inspect" -s V -l version -d 'Print version'
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand serve" -l addr -d 'Address to listen on [default: 127.0.0.1:8080]' -r
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand serve" -l data-dir -d 'Folder for the database and the transient blobs [default: ./meshcheck-data]' -r -F
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand serve" -l base-url -d 'Public base URL, used in upload URLs [default: http://ADDR]' -r
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand serve" -l workers -d 'Job workers [default: the number of cores]' -r
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand serve" -l log-format -d 'Log format [default: text]' -r -f -a "text\t'One human-readable line per event'
+json\t'One JSON object per event'"
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand serve" -l allow-private-targets -d 'Let `url` fetches and webhooks reach loopback and private addresses (tests and closed networks only; logged as a warning)'
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand serve" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand serve" -s V -l version -d 'Print version'
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand accounts; and not __fish_seen_subcommand_from create list help" -l data-dir -d 'The server\'s data folder [default: ./meshcheck-data]' -r -F
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand accounts; and not __fish_seen_subcommand_from create list help" -s h -l help -d 'Print help'
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand accounts; and not __fish_seen_subcommand_from create list help" -s V -l version -d 'Print version'
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand accounts; and not __fish_seen_subcommand_from create list help" -f -a "create" -d 'Create an account and print its first API key (shown once)'
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand accounts; and not __fish_seen_subcommand_from create list help" -f -a "list" -d 'List accounts with their plan, balance and keys (prefixes only)'
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand accounts; and not __fish_seen_subcommand_from create list help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand accounts; and __fish_seen_subcommand_from create" -l plan -d 'Plan: free, indie, studio or scale' -r -f -a "free\t''
+indie\t''
+studio\t''
+scale\t''"
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand accounts; and __fish_seen_subcommand_from create" -l email -d 'Contact address' -r
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand accounts; and __fish_seen_subcommand_from create" -l data-dir -d 'The server\'s data folder [default: ./meshcheck-data]' -r -F
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand accounts; and __fish_seen_subcommand_from create" -l json -d 'Print JSON (`account_id`, `api_key`, `plan`) instead of text'
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand accounts; and __fish_seen_subcommand_from create" -s h -l help -d 'Print help'
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand accounts; and __fish_seen_subcommand_from create" -s V -l version -d 'Print version'
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand accounts; and __fish_seen_subcommand_from list" -l data-dir -d 'The server\'s data folder [default: ./meshcheck-data]' -r -F
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand accounts; and __fish_seen_subcommand_from list" -s h -l help -d 'Print help'
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand accounts; and __fish_seen_subcommand_from list" -s V -l version -d 'Print version'
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand accounts; and __fish_seen_subcommand_from help" -f -a "create" -d 'Create an account and print its first API key (shown once)'
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand accounts; and __fish_seen_subcommand_from help" -f -a "list" -d 'List accounts with their plan, balance and keys (prefixes only)'
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand accounts; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand keys; and not __fish_seen_subcommand_from create revoke help" -l data-dir -d 'The server\'s data folder [default: ./meshcheck-data]' -r -F
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand keys; and not __fish_seen_subcommand_from create revoke help" -s h -l help -d 'Print help'
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand keys; and not __fish_seen_subcommand_from create revoke help" -s V -l version -d 'Print version'
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand keys; and not __fish_seen_subcommand_from create revoke help" -f -a "create" -d 'Make another key for an account and print it (shown once)'
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand keys; and not __fish_seen_subcommand_from create revoke help" -f -a "revoke" -d 'Revoke a key, given in full or by its first 12 characters'
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand keys; and not __fish_seen_subcommand_from create revoke help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand keys; and __fish_seen_subcommand_from create" -l account -d 'The account (acct_...)' -r
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand keys; and __fish_seen_subcommand_from create" -l data-dir -d 'The server\'s data folder [default: ./meshcheck-data]' -r -F
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand keys; and __fish_seen_subcommand_from create" -s h -l help -d 'Print help'
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand keys; and __fish_seen_subcommand_from create" -s V -l version -d 'Print version'
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand keys; and __fish_seen_subcommand_from revoke" -l data-dir -d 'The server\'s data folder [default: ./meshcheck-data]' -r -F
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand keys; and __fish_seen_subcommand_from revoke" -s h -l help -d 'Print help'
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand keys; and __fish_seen_subcommand_from revoke" -s V -l version -d 'Print version'
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand keys; and __fish_seen_subcommand_from help" -f -a "create" -d 'Make another key for an account and print it (shown once)'
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand keys; and __fish_seen_subcommand_from help" -f -a "revoke" -d 'Revoke a key, given in full or by its first 12 characters'
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand keys; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c meshcheck -n "__fish_meshcheck_using_subcommand generate" -l dir -d 'The repository root to write into' -r -F
 complete -c meshcheck -n "__fish_meshcheck_using_subcommand generate" -s h -l help -d 'Print help'
 complete -c meshcheck -n "__fish_meshcheck_using_subcommand generate" -s V -l version -d 'Print version'
-complete -c meshcheck -n "__fish_meshcheck_using_subcommand help; and not __fish_seen_subcommand_from validate checks profiles render inspect generate help" -f -a "validate" -d 'Validate assets (files or folders) and print their reports'
-complete -c meshcheck -n "__fish_meshcheck_using_subcommand help; and not __fish_seen_subcommand_from validate checks profiles render inspect generate help" -f -a "checks" -d 'List the check catalog with the thresholds of a profile'
-complete -c meshcheck -n "__fish_meshcheck_using_subcommand help; and not __fish_seen_subcommand_from validate checks profiles render inspect generate help" -f -a "profiles" -d 'Show the built-in budget profiles side by side'
-complete -c meshcheck -n "__fish_meshcheck_using_subcommand help; and not __fish_seen_subcommand_from validate checks profiles render inspect generate help" -f -a "render" -d 'Render stills (and a turntable GIF) of one asset under the studio rig'
-complete -c meshcheck -n "__fish_meshcheck_using_subcommand help; and not __fish_seen_subcommand_from validate checks profiles render inspect generate help" -f -a "inspect" -d 'Ask a vision model about the renders (VIS-001, VIS-002, VIS-003)'
-complete -c meshcheck -n "__fish_meshcheck_using_subcommand help; and not __fish_seen_subcommand_from validate checks profiles render inspect generate help" -f -a "generate" -d 'Regenerate completions, man pages, schemas and docs/checks.md (for maintainers)'
-complete -c meshcheck -n "__fish_meshcheck_using_subcommand help; and not __fish_seen_subcommand_from validate checks profiles render inspect generate help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand help; and not __fish_seen_subcommand_from validate checks profiles render inspect serve accounts keys generate help" -f -a "validate" -d 'Validate assets (files or folders) and print their reports'
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand help; and not __fish_seen_subcommand_from validate checks profiles render inspect serve accounts keys generate help" -f -a "checks" -d 'List the check catalog with the thresholds of a profile'
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand help; and not __fish_seen_subcommand_from validate checks profiles render inspect serve accounts keys generate help" -f -a "profiles" -d 'Show the built-in budget profiles side by side'
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand help; and not __fish_seen_subcommand_from validate checks profiles render inspect serve accounts keys generate help" -f -a "render" -d 'Render stills (and a turntable GIF) of one asset under the studio rig'
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand help; and not __fish_seen_subcommand_from validate checks profiles render inspect serve accounts keys generate help" -f -a "inspect" -d 'Ask a vision model about the renders (VIS-001, VIS-002, VIS-003)'
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand help; and not __fish_seen_subcommand_from validate checks profiles render inspect serve accounts keys generate help" -f -a "serve" -d 'Run the /v1 HTTP API (accounts, credits, uploads, jobs, webhooks)'
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand help; and not __fish_seen_subcommand_from validate checks profiles render inspect serve accounts keys generate help" -f -a "accounts" -d 'Create and list service accounts (in the server\'s data folder)'
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand help; and not __fish_seen_subcommand_from validate checks profiles render inspect serve accounts keys generate help" -f -a "keys" -d 'Create and revoke API keys of service accounts'
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand help; and not __fish_seen_subcommand_from validate checks profiles render inspect serve accounts keys generate help" -f -a "generate" -d 'Regenerate completions, man pages, schemas and docs/checks.md (for maintainers)'
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand help; and not __fish_seen_subcommand_from validate checks profiles render inspect serve accounts keys generate help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand help; and __fish_seen_subcommand_from accounts" -f -a "create" -d 'Create an account and print its first API key (shown once)'
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand help; and __fish_seen_subcommand_from accounts" -f -a "list" -d 'List accounts with their plan, balance and keys (prefixes only)'
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand help; and __fish_seen_subcommand_from keys" -f -a "create" -d 'Make another key for an account and print it (shown once)'
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand help; and __fish_seen_subcommand_from keys" -f -a "revoke" -d 'Revoke a key, given in full or by its first 12 characters'

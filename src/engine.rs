@@ -127,6 +127,19 @@ pub fn validate(input: Input, opts: &Options) -> Result<Report> {
 /// `screenshots`). No graphics adapter is RENDER_FAILED (exit 4) before any
 /// work; an asset the device refuses fails RND-001 instead.
 pub fn validate_with_stills(input: Input, opts: &Options) -> Result<(Report, Option<crate::render::Rendered>)> {
+    validate_gated(input, opts, &|| Ok(()))
+}
+
+/// [`validate_with_stills`] with a gate called once the input has loaded,
+/// before any check or render runs: every error the input alone decides
+/// (format, container, JSON, buffers, bundle) has been raised by then. The
+/// service charges credits in the gate; its error (INSUFFICIENT_CREDITS) is
+/// returned as is and nothing is measured.
+pub fn validate_gated(
+    input: Input,
+    opts: &Options,
+    gate: &(dyn Fn() -> Result<()> + Sync),
+) -> Result<(Report, Option<crate::render::Rendered>)> {
     let renderer = if opts.renders() { Some(crate::render::Renderer::shared()?) } else { None };
     let validator = opts.spec_validator()?;
     if let Err(e) = asset::sniff(&input.bytes) {
@@ -143,14 +156,15 @@ pub fn validate_with_stills(input: Input, opts: &Options) -> Result<(Report, Opt
             let opened = &opened;
             s.spawn(move || v.validate(&name, &opened.main, opened.resolver.as_ref()))
         });
-        let loaded = asset::load_opened_with(&opened, load_options).map(|a| {
+        let loaded = asset::load_opened_with(&opened, load_options).and_then(|a| {
+            gate()?;
             let render = renderer.as_ref().map(|r| {
                 let mut req = crate::render::Request::standard(crate::render::DEFAULT_SIZE);
                 req.watermark = opts.watermark.clone();
                 r.render(&a, &req).map_err(|e| e.message)
             });
             let checks = run_checks(&a, opts, None, render.as_ref());
-            (a, checks, render)
+            Ok((a, checks, render))
         });
         let spec = handle.map(|h| {
             h.join().unwrap_or_else(|_| Err(validator::Failure::Crashed("the validator thread panicked".into())))

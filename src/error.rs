@@ -27,6 +27,26 @@ pub enum ErrorCode {
     InspectUnavailable,
     /// A fault of ours, never a client mistake.
     Internal,
+    /// Service: no `X-Api-Key` header.
+    MissingApiKey,
+    /// Service: the key is unknown or revoked.
+    InvalidApiKey,
+    /// Service: the balance does not cover the call (`detail`: balance, required).
+    InsufficientCredits,
+    /// Service: the rate limit is spent (`detail`: retry_after_s).
+    RateLimited,
+    /// The input is larger than the limit (`detail`: bytes, max_bytes).
+    FileTooLarge,
+    /// Service: the server could not fetch `url`.
+    FetchFailed,
+    /// Service: no such resource (for this account).
+    NotFound,
+    /// Service: no such job (for this account).
+    JobNotFound,
+    /// Service: the report is past its 30-day retention.
+    ReportExpired,
+    /// Service: billing is not configured.
+    BillingUnavailable,
 }
 
 impl ErrorCode {
@@ -40,6 +60,34 @@ impl ErrorCode {
             ErrorCode::RenderFailed => "RENDER_FAILED",
             ErrorCode::InspectUnavailable => "INSPECT_UNAVAILABLE",
             ErrorCode::Internal => "INTERNAL",
+            ErrorCode::MissingApiKey => "MISSING_API_KEY",
+            ErrorCode::InvalidApiKey => "INVALID_API_KEY",
+            ErrorCode::InsufficientCredits => "INSUFFICIENT_CREDITS",
+            ErrorCode::RateLimited => "RATE_LIMITED",
+            ErrorCode::FileTooLarge => "FILE_TOO_LARGE",
+            ErrorCode::FetchFailed => "FETCH_FAILED",
+            ErrorCode::NotFound => "NOT_FOUND",
+            ErrorCode::JobNotFound => "JOB_NOT_FOUND",
+            ErrorCode::ReportExpired => "REPORT_EXPIRED",
+            ErrorCode::BillingUnavailable => "BILLING_UNAVAILABLE",
+        }
+    }
+
+    /// The HTTP status the service answers with (DESIGN.md "Service decisions").
+    pub fn http_status(self) -> u16 {
+        match self {
+            ErrorCode::BadRequest => 400,
+            ErrorCode::MissingApiKey | ErrorCode::InvalidApiKey => 401,
+            ErrorCode::InsufficientCredits => 402,
+            ErrorCode::NotFound | ErrorCode::JobNotFound => 404,
+            ErrorCode::ReportExpired => 410,
+            ErrorCode::FileTooLarge => 413,
+            ErrorCode::UnsupportedFormat => 415,
+            ErrorCode::MalformedGltf | ErrorCode::BundleIncomplete | ErrorCode::FetchFailed => 422,
+            ErrorCode::RateLimited => 429,
+            ErrorCode::Internal => 500,
+            ErrorCode::RenderFailed => 502,
+            ErrorCode::InspectUnavailable | ErrorCode::BillingUnavailable => 503,
         }
     }
 
@@ -47,9 +95,19 @@ impl ErrorCode {
     /// validated, 4 environment (renderer, validator, vision model).
     pub fn exit_code(self) -> i32 {
         match self {
-            ErrorCode::BadRequest => 2,
+            ErrorCode::BadRequest | ErrorCode::FileTooLarge => 2,
             ErrorCode::UnsupportedFormat | ErrorCode::MalformedGltf | ErrorCode::BundleIncomplete => 3,
             ErrorCode::RenderFailed | ErrorCode::InspectUnavailable | ErrorCode::Internal => 4,
+            // Service-only codes; the CLI never produces them.
+            ErrorCode::MissingApiKey
+            | ErrorCode::InvalidApiKey
+            | ErrorCode::InsufficientCredits
+            | ErrorCode::RateLimited
+            | ErrorCode::FetchFailed
+            | ErrorCode::NotFound
+            | ErrorCode::JobNotFound
+            | ErrorCode::ReportExpired
+            | ErrorCode::BillingUnavailable => 4,
         }
     }
 }
@@ -90,6 +148,14 @@ impl Error {
     /// BUNDLE_INCOMPLETE.
     pub fn incomplete(message: impl Into<String>) -> Self {
         Self::new(ErrorCode::BundleIncomplete, message)
+    }
+    /// INTERNAL: a fault of ours.
+    pub fn internal(message: impl Into<String>) -> Self {
+        Self::new(ErrorCode::Internal, message)
+    }
+    /// BAD_REQUEST naming the field: `detail` is `{field, reason}`.
+    pub fn field(field: &str, reason: &str, message: impl Into<String>) -> Self {
+        Self::bad_request(message).with_detail(serde_json::json!({"field": field, "reason": reason}))
     }
     /// BAD_REQUEST (CLI: usage error, exit 2).
     pub fn bad_request(message: impl Into<String>) -> Self {

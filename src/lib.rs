@@ -9,6 +9,7 @@
 //! - [`checks`] holds the check catalog and one file per check family.
 //! - [`geom`] holds pure geometry on plain arrays.
 //! - [`report`] and [`profile`] define the report card and the budgets.
+//! - [`server`] is `meshcheck serve`, the /v1 HTTP API; [`store`] its storage.
 
 pub mod asset;
 pub mod checks;
@@ -19,6 +20,8 @@ pub mod geom;
 pub mod profile;
 pub mod render;
 pub mod report;
+pub mod server;
+pub mod store;
 #[doc(hidden)]
 pub mod testkit;
 pub mod validator;

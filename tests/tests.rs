@@ -8,6 +8,7 @@ mod generated;
 mod geometry;
 mod hostile;
 mod render;
+mod serve;
 mod spec001;
 mod util;
 mod uv;

@@ -9,6 +9,7 @@ pub mod generate;
 pub mod inspect_cmd;
 pub mod output;
 pub mod render_cmd;
+pub mod serve_cmd;
 pub mod validate;
 
 use crate::error::Error;
@@ -40,6 +41,12 @@ pub enum Command {
     Render(RenderArgs),
     /// Ask a vision model about the renders (VIS-001, VIS-002, VIS-003).
     Inspect(InspectArgs),
+    /// Run the /v1 HTTP API (accounts, credits, uploads, jobs, webhooks).
+    Serve(serve_cmd::ServeArgs),
+    /// Create and list service accounts (in the server's data folder).
+    Accounts(serve_cmd::AccountsArgs),
+    /// Create and revoke API keys of service accounts.
+    Keys(serve_cmd::KeysArgs),
     /// Regenerate completions, man pages, schemas and docs/checks.md (for maintainers).
     #[command(hide = true)]
     Generate(GenerateArgs),
@@ -328,6 +335,9 @@ pub fn main() -> i32 {
         Command::Profiles(args) => catalog_cmd::profiles(args),
         Command::Render(args) => render_cmd::run(args),
         Command::Inspect(args) => inspect_cmd::run(args),
+        Command::Serve(args) => serve_cmd::serve(args),
+        Command::Accounts(args) => serve_cmd::accounts(args),
+        Command::Keys(args) => serve_cmd::keys(args),
         Command::Generate(args) => generate::write_all(&args.dir).map(|_| 0),
     };
     match result {

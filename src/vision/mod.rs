@@ -127,7 +127,8 @@ impl Config {
     }
 }
 
-fn config_path() -> Option<std::path::PathBuf> {
+/// The config file: `$MESHCHECK_CONFIG`, else `$XDG_CONFIG_HOME/meshcheck/config.toml`, else `~/.config/meshcheck/config.toml`.
+pub fn config_path() -> Option<std::path::PathBuf> {
     if let Some(p) = std::env::var_os("MESHCHECK_CONFIG") {
         return Some(p.into());
     }

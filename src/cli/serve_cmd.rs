@@ -1,0 +1,260 @@
+//! `meshcheck serve`, `meshcheck accounts` and `meshcheck keys`.
+//!
+//! Settings come from the flags, else the environment (`MESHCHECK_ADDR`,
+//! `MESHCHECK_DATA_DIR`, `MESHCHECK_BASE_URL`,
+//! `MESHCHECK_ALLOW_PRIVATE_TARGETS`, `MESHCHECK_LOG_FORMAT`), else the
+//! `[serve]` table of the config file (`addr`, `data_dir`, `base_url`,
+//! `allow_private_targets`, `workers`, `log_format`), else the defaults.
+
+use crate::error::{Error, Result};
+use crate::server::{self, plan};
+use crate::store::{Store, sqlite::SqliteStore};
+use clap::{Args, Subcommand, ValueEnum};
+use std::path::PathBuf;
+
+/// Log formats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LogFormat {
+    /// One human-readable line per event.
+    Text,
+    /// One JSON object per event.
+    Json,
+}
+
+/// `meshcheck serve`.
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// Address to listen on [default: 127.0.0.1:8080].
+    #[arg(long, env = "MESHCHECK_ADDR", value_name = "HOST:PORT")]
+    pub addr: Option<String>,
+    /// Folder for the database and the transient blobs [default: ./meshcheck-data].
+    #[arg(long, env = "MESHCHECK_DATA_DIR", value_name = "DIR")]
+    pub data_dir: Option<PathBuf>,
+    /// Public base URL, used in upload URLs [default: http://ADDR].
+    #[arg(long, env = "MESHCHECK_BASE_URL", value_name = "URL")]
+    pub base_url: Option<String>,
+    /// Let `url` fetches and webhooks reach loopback and private addresses
+    /// (tests and closed networks only; logged as a warning).
+    #[arg(long, env = "MESHCHECK_ALLOW_PRIVATE_TARGETS")]
+    pub allow_private_targets: bool,
+    /// Job workers [default: the number of cores].
+    #[arg(long, value_name = "N")]
+    pub workers: Option<usize>,
+    /// Log format [default: text].
+    #[arg(long, env = "MESHCHECK_LOG_FORMAT", value_enum)]
+    pub log_format: Option<LogFormat>,
+}
+
+#[derive(Debug, Default, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileServe {
+    addr: Option<String>,
+    data_dir: Option<PathBuf>,
+    base_url: Option<String>,
+    allow_private_targets: Option<bool>,
+    workers: Option<usize>,
+    log_format: Option<LogFormat>,
+}
+
+fn file_settings() -> Result<FileServe> {
+    let Some(path) = crate::vision::config_path() else { return Ok(FileServe::default()) };
+    let Ok(text) = std::fs::read_to_string(&path) else { return Ok(FileServe::default()) };
+    let table: toml::Table =
+        toml::from_str(&text).map_err(|e| Error::bad_request(format!("{}: {}", path.display(), e.message())))?;
+    match table.get("serve") {
+        None => Ok(FileServe::default()),
+        Some(v) => v
+            .clone()
+            .try_into()
+            .map_err(|e: toml::de::Error| Error::bad_request(format!("{} [serve]: {}", path.display(), e.message()))),
+    }
+}
+
+/// The data-dir option shared by `accounts` and `keys`.
+#[derive(Debug, Args)]
+pub struct DataDirArg {
+    /// The server's data folder [default: ./meshcheck-data].
+    #[arg(long, env = "MESHCHECK_DATA_DIR", value_name = "DIR", global = true)]
+    pub data_dir: Option<PathBuf>,
+}
+
+/// `meshcheck accounts`.
+#[derive(Debug, Args)]
+pub struct AccountsArgs {
+    /// What to do.
+    #[command(subcommand)]
+    pub action: AccountsAction,
+    #[command(flatten)]
+    /// Where.
+    pub dir: DataDirArg,
+}
+
+/// Account actions.
+#[derive(Debug, Subcommand)]
+pub enum AccountsAction {
+    /// Create an account and print its first API key (shown once).
+    Create {
+        /// Plan: free, indie, studio or scale.
+        #[arg(long, value_parser = clap::builder::PossibleValuesParser::new(["free", "indie", "studio", "scale"]))]
+        plan: String,
+        /// Contact address.
+        #[arg(long)]
+        email: Option<String>,
+        /// Print JSON (`account_id`, `api_key`, `plan`) instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// List accounts with their plan, balance and keys (prefixes only).
+    List,
+}
+
+/// `meshcheck keys`.
+#[derive(Debug, Args)]
+pub struct KeysArgs {
+    /// What to do.
+    #[command(subcommand)]
+    pub action: KeysAction,
+    #[command(flatten)]
+    /// Where.
+    pub dir: DataDirArg,
+}
+
+/// Key actions.
+#[derive(Debug, Subcommand)]
+pub enum KeysAction {
+    /// Make another key for an account and print it (shown once).
+    Create {
+        /// The account (acct_...).
+        #[arg(long)]
+        account: String,
+    },
+    /// Revoke a key, given in full or by its first 12 characters.
+    Revoke {
+        /// The key or its prefix.
+        key: String,
+    },
+}
+
+fn data_dir(d: &Option<PathBuf>) -> Result<PathBuf> {
+    Ok(match d {
+        Some(p) => p.clone(),
+        None => file_settings()?.data_dir.unwrap_or_else(|| PathBuf::from("meshcheck-data")),
+    })
+}
+
+fn open_store(dir: &std::path::Path) -> Result<SqliteStore> {
+    std::fs::create_dir_all(dir).map_err(|e| Error::bad_request(format!("cannot create {}: {e}", dir.display())))?;
+    SqliteStore::open(&dir.join("meshcheck.sqlite"))
+}
+
+fn now() -> i64 {
+    use server::clock::Clock;
+    server::clock::SystemClock::new().now()
+}
+
+/// Runs `meshcheck accounts`.
+pub fn accounts(args: AccountsArgs) -> Result<i32> {
+    let store = open_store(&data_dir(&args.dir.data_dir)?)?;
+    match args.action {
+        AccountsAction::Create { plan, email, json } => {
+            let (account, key) = store.create_account(&plan, email.as_deref(), now())?;
+            if json {
+                println!("{}", serde_json::json!({"account_id": account.id, "api_key": key, "plan": account.plan}));
+            } else {
+                println!("account {} ({} plan)", account.id, account.plan);
+                println!("api key {key}");
+                eprintln!("Keep the key: it is shown once and stored only as a hash.");
+            }
+        }
+        AccountsAction::List => {
+            let t = now();
+            for a in store.accounts()? {
+                let p = plan::plan(&a.plan).map(|p| p.monthly_credits).unwrap_or(0);
+                let used = store.credits_used(&a.id, server::clock::period_start(a.created_at, t))?;
+                let keys: Vec<String> = store
+                    .keys(&a.id)?
+                    .into_iter()
+                    .map(|k| format!("{}…{}", k.prefix, if k.revoked_at.is_some() { " (revoked)" } else { "" }))
+                    .collect();
+                println!(
+                    "{}  {:<6}  balance {:>6}  {}  keys: {}",
+                    a.id,
+                    a.plan,
+                    p - used,
+                    a.email.as_deref().unwrap_or("-"),
+                    keys.join(", ")
+                );
+            }
+        }
+    }
+    Ok(0)
+}
+
+/// Runs `meshcheck keys`.
+pub fn keys(args: KeysArgs) -> Result<i32> {
+    let store = open_store(&data_dir(&args.dir.data_dir)?)?;
+    match args.action {
+        KeysAction::Create { account } => {
+            let key = store.create_key(&account, crate::store::LIVE_KEY_PREFIX, now()).map_err(|e| {
+                if e.code == crate::error::ErrorCode::NotFound { Error::bad_request(e.message) } else { e }
+            })?;
+            println!("{key}");
+        }
+        KeysAction::Revoke { key } => {
+            let n = store.revoke_key(&key, now())?;
+            if n == 0 {
+                return Err(Error::bad_request(format!("no live key matches {key:?}")));
+            }
+            println!("revoked {n} key{}", if n == 1 { "" } else { "s" });
+        }
+    }
+    Ok(0)
+}
+
+/// Runs `meshcheck serve` until SIGTERM or Ctrl-C.
+pub fn serve(args: ServeArgs) -> Result<i32> {
+    let file = file_settings()?;
+    let addr = args.addr.or(file.addr).unwrap_or_else(|| "127.0.0.1:8080".into());
+    let data_dir = args.data_dir.or(file.data_dir).unwrap_or_else(|| PathBuf::from("meshcheck-data"));
+    let format = args.log_format.or(file.log_format).unwrap_or(LogFormat::Text);
+    init_logging(format);
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| Error::internal(format!("cannot start the runtime: {e}")))?;
+    runtime.block_on(async move {
+        let listener = tokio::net::TcpListener::bind(&addr)
+            .await
+            .map_err(|e| Error::bad_request(format!("cannot listen on {addr}: {e}")))?;
+        let local = listener.local_addr().map_err(|e| Error::internal(e.to_string()))?;
+        let base_url = args.base_url.or(file.base_url).unwrap_or_else(|| format!("http://{local}"));
+        let mut config = server::Config::new(data_dir, &base_url);
+        config.allow_private_targets = args.allow_private_targets || file.allow_private_targets.unwrap_or(false);
+        if let Some(w) = args.workers.or(file.workers) {
+            config.workers = w.max(1);
+        }
+        if config.allow_private_targets {
+            tracing::warn!("--allow-private-targets: url fetches and webhooks may reach loopback and private networks");
+        }
+        let state = tokio::task::spawn_blocking(move || server::AppState::open(config))
+            .await
+            .map_err(|e| Error::internal(e.to_string()))??;
+        tracing::info!(addr = %local, base_url = %state.config.base_url, data_dir = %state.config.data_dir.display(), "meshcheck serve listening");
+        server::serve(listener, state, server::shutdown_signal())
+            .await
+            .map_err(|e| Error::internal(format!("server: {e}")))?;
+        tracing::info!("stopped");
+        Ok(0)
+    })
+}
+
+fn init_logging(format: LogFormat) {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("MESHCHECK_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    let _ = match format {
+        LogFormat::Json => builder.json().try_init(),
+        LogFormat::Text => builder.try_init(),
+    };
+}

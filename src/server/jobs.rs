@@ -1,0 +1,366 @@
+//! The persisted job queue, its workers, webhook delivery, the janitor and
+//! restart recovery.
+//!
+//! - A job is a row (queued, processing, done, failed) plus its input bytes
+//!   as a transient blob. It is charged when queued; a failed job is
+//!   refunded (its error was either the input's, which the rule "charge
+//!   only after the input passed" forgives, or ours).
+//! - Workers claim the oldest queued job, run the engine on the blocking
+//!   pool, store the report, finish the row, delete the blob (on every path)
+//!   and, when a `webhook_url` was given, record a delivery.
+//! - On shutdown a worker lets its running job finish within the grace
+//!   period, else puts it back in the queue. On start, jobs left in
+//!   processing by a crash are queued again, or failed with a refund after
+//!   three attempts; blobs nobody references are deleted.
+//! - Webhooks: the finished JobEnvelope, signed (Standard Webhooks), POSTed
+//!   by a sender task with its own concurrency, so a target that hangs never
+//!   blocks a worker; retried with doubling backoff under the same id.
+
+use super::AppState;
+use super::auth::Caller;
+use super::clock::period_start;
+use super::error::{ApiError, ApiResult, public_envelope};
+use super::validate::{Loaded, Params, insufficient};
+use crate::error::Error;
+use crate::store::{Charge, Delivery, Job, random_id};
+use serde_json::{Value, json};
+use std::time::Duration;
+
+/// Attempts before an interrupted job is failed instead of run again.
+const MAX_ATTEMPTS: i64 = 3;
+
+/// The JobEnvelope of a job row.
+pub fn envelope(job: &Job) -> Value {
+    let result = match job.status.as_str() {
+        "done" | "failed" => job.result.as_deref().and_then(|r| serde_json::from_str(r).ok()).unwrap_or(Value::Null),
+        _ => Value::Null,
+    };
+    json!({"job_id": job.id, "status": job.status, "poll": format!("/v1/jobs/{}", job.id), "result": result})
+}
+
+/// Charges and queues a validation; the blob (if any) now belongs to the job.
+pub async fn enqueue(
+    state: &AppState,
+    caller: &Caller,
+    params: Params,
+    loaded: Loaded,
+    webhook_url: Option<String>,
+) -> ApiResult<Value> {
+    let now = state.clock.now();
+    let job_id = random_id("job_", 24);
+    let cost = params.cost();
+    let period = period_start(caller.account.created_at, now);
+    let Loaded { bytes, filename: _, blob } = loaded;
+    // The input must sit on disk for a persisted queue: an upload's blob is
+    // kept as it is; fetched bytes are written to a new one.
+    let input = match blob {
+        Some(guard) => guard.keep(),
+        None => {
+            let id = random_id("blob_", 24);
+            let blobs = state.blobs.clone();
+            let id2 = id.clone();
+            tokio::task::spawn_blocking(move || blobs.put(&id2, &bytes))
+                .await
+                .map_err(ApiError::internal)?
+                .map_err(|e| ApiError::internal(format!("storing job input: {e}")))?;
+            id
+        }
+    };
+    let guard = super::validate::BlobGuard::new(state, &input);
+    match state.store.charge(
+        &caller.account.id,
+        cost,
+        caller.plan.monthly_credits,
+        period,
+        "validate (job)",
+        &job_id,
+        now,
+    )? {
+        Charge::Charged { .. } => {}
+        Charge::Insufficient { balance, required } => return Err(insufficient(balance, required).into()),
+    }
+    let job = Job {
+        id: job_id.clone(),
+        account_id: caller.account.id.clone(),
+        kind: "validate".into(),
+        status: "queued".into(),
+        params: serde_json::to_string(&params).map_err(ApiError::internal)?,
+        input: Some(input),
+        webhook_url,
+        credits: cost,
+        attempts: 0,
+        result: None,
+        created_at: now,
+        updated_at: now,
+    };
+    if let Err(e) = state.store.insert_job(&job) {
+        let _ = state.store.refund(&job_id, "refund: job not queued", now);
+        return Err(e.into());
+    }
+    guard.keep();
+    state.job_wake.notify_one();
+    Ok(envelope(&job))
+}
+
+/// Recovers what a stopped server left behind (called before serving).
+pub fn recover(state: &AppState) {
+    let now = state.clock.now();
+    match state.store.interrupted_jobs() {
+        Ok(jobs) => {
+            for job in jobs {
+                let input_ok =
+                    job.input.as_deref().is_some_and(|b| state.blobs.ids().is_ok_and(|ids| ids.iter().any(|i| i == b)));
+                if job.attempts >= MAX_ATTEMPTS || !input_ok {
+                    let why = if input_ok { "the job was interrupted three times" } else { "the job's input was lost" };
+                    tracing::warn!(job = %job.id, why, "failing an interrupted job");
+                    fail(state, &job, Error::internal(why));
+                } else {
+                    tracing::info!(job = %job.id, "queueing an interrupted job again");
+                    if let Err(e) = state.store.requeue_job(&job.id, now) {
+                        tracing::error!(error = %e, "requeue failed");
+                    }
+                }
+            }
+        }
+        Err(e) => tracing::error!(error = %e, "could not list interrupted jobs"),
+    }
+    sweep_orphans(state);
+}
+
+/// Deletes blobs that no queued job or stored upload references.
+pub fn sweep_orphans(state: &AppState) {
+    let (Ok(live), Ok(present)) = (state.store.live_blobs(), state.blobs.ids()) else { return };
+    for id in present.into_iter().filter(|id| !live.contains(id)) {
+        tracing::info!(blob = %id, "deleting an orphaned blob");
+        let _ = state.blobs.delete(&id);
+    }
+}
+
+/// Finishes a job as failed, refunds it, deletes its input, queues its webhook.
+fn fail(state: &AppState, job: &Job, e: Error) {
+    let now = state.clock.now();
+    if e.code == crate::error::ErrorCode::Internal {
+        tracing::error!(job = %job.id, cause = %e.message, "job failed");
+    }
+    let body = public_envelope(&e).to_string();
+    if let Err(err) = state.store.finish_job(&job.id, "failed", &body, now) {
+        tracing::error!(error = %err, "could not finish a job");
+    }
+    if let Err(err) = state.store.refund(&job.id, "refund: job failed", now) {
+        tracing::error!(error = %err, "refund failed");
+    }
+    if let Some(b) = &job.input {
+        let _ = state.blobs.delete(b);
+    }
+    queue_webhook(state, job, "failed", Some(body));
+}
+
+fn queue_webhook(state: &AppState, job: &Job, status: &str, result: Option<String>) {
+    let Some(url) = &job.webhook_url else { return };
+    let mut finished = job.clone();
+    finished.status = status.into();
+    finished.result = result;
+    let d = Delivery {
+        id: random_id("msg_", 24),
+        job_id: job.id.clone(),
+        account_id: job.account_id.clone(),
+        url: url.clone(),
+        body: envelope(&finished).to_string(),
+        state: "pending".into(),
+        attempts: 0,
+        next_at: state.clock.now(),
+    };
+    match state.store.insert_delivery(&d, state.clock.now()) {
+        Ok(()) => state.webhook_wake.notify_one(),
+        Err(e) => tracing::error!(error = %e, "could not queue a webhook"),
+    }
+}
+
+/// One worker: claims and runs jobs until shutdown.
+pub async fn worker(state: AppState) {
+    let mut stopping = state.stopping.subscribe();
+    loop {
+        if state.is_stopping() {
+            return;
+        }
+        let claimed = state.store.claim_job(state.clock.now());
+        match claimed {
+            Ok(Some(job)) => {
+                use tracing::Instrument;
+                let span = tracing::info_span!("job", job = %job.id);
+                run_job(&state, job).instrument(span).await
+            }
+            Ok(None) => {
+                tokio::select! {
+                    _ = state.job_wake.notified() => {}
+                    _ = stopping.changed() => {}
+                    _ = tokio::time::sleep(Duration::from_secs(1)) => {}
+                }
+            }
+            Err(e) => {
+                tracing::error!(error = %e, "could not claim a job");
+                tokio::time::sleep(Duration::from_secs(1)).await;
+            }
+        }
+    }
+}
+
+async fn run_job(state: &AppState, job: Job) {
+    let params: Params = match serde_json::from_str(&job.params) {
+        Ok(p) => p,
+        Err(e) => return fail(state, &job, Error::internal(format!("job params: {e}"))),
+    };
+    let Some(input) = job.input.clone() else {
+        return fail(state, &job, Error::internal("the job has no input"));
+    };
+    let st = state.clone();
+    let account_id = job.account_id.clone();
+    let job_id = job.id.clone();
+    let work = state.run_engine(move || -> crate::error::Result<String> {
+        let bytes = st.blobs.read(&input).map_err(|e| Error::internal(format!("reading job input: {e}")))?;
+        let opts = params.options(st.validator.clone())?;
+        let input = crate::asset::Input::from_bytes(params.filename.clone(), bytes);
+        let (mut report, _) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            crate::engine::validate_with_stills(input, &opts)
+        }))
+        .unwrap_or_else(|_| Err(Error::internal("the engine panicked")))?;
+        let now = st.clock.now();
+        let report_id = random_id("rpt_", 24);
+        report.report_id = Some(report_id.clone());
+        report.expires_at = Some(super::clock::rfc3339(now + st.config.report_ttl_s));
+        let body = serde_json::to_string(&report).map_err(|e| Error::internal(e.to_string()))?;
+        st.store.put_report(&report_id, &account_id, now, now + st.config.report_ttl_s, &body)?;
+        Ok(body)
+    });
+    tokio::pin!(work);
+    let mut stopping = state.stopping.subscribe();
+    let result = tokio::select! {
+        r = &mut work => r,
+        _ = async {
+            let _ = stopping.wait_for(|s| *s).await;
+            tokio::time::sleep(state.config.shutdown_grace).await;
+        } => {
+            tracing::warn!(job = %job_id, "shutdown grace over: the job goes back to the queue");
+            if let Err(e) = state.store.requeue_job(&job_id, state.clock.now()) {
+                tracing::error!(error = %e, "requeue failed");
+            }
+            return;
+        }
+    };
+    match result.and_then(|r| r) {
+        Ok(body) => {
+            if let Err(e) = state.store.finish_job(&job.id, "done", &body, state.clock.now()) {
+                tracing::error!(error = %e, "could not finish a job");
+            }
+            if let Some(b) = &job.input {
+                let _ = state.blobs.delete(b);
+            }
+            queue_webhook(state, &job, "done", Some(body));
+        }
+        Err(e) => fail(state, &job, e),
+    }
+}
+
+/// Delivers due webhooks until shutdown, several at once, never blocking the workers.
+pub async fn webhook_sender(state: AppState) {
+    let mut stopping = state.stopping.subscribe();
+    let inflight = std::sync::Arc::new(tokio::sync::Semaphore::new(16));
+    let sending = std::sync::Arc::new(std::sync::Mutex::new(std::collections::HashSet::<String>::new()));
+    loop {
+        if state.is_stopping() {
+            return;
+        }
+        let due = state.store.due_deliveries(state.clock.now(), 64).unwrap_or_else(|e| {
+            tracing::error!(error = %e, "could not list webhooks");
+            Vec::new()
+        });
+        for d in due {
+            if !sending.lock().unwrap_or_else(|p| p.into_inner()).insert(d.id.clone()) {
+                continue;
+            }
+            let Ok(permit) = inflight.clone().acquire_owned().await else { return };
+            let st = state.clone();
+            let sending = sending.clone();
+            tokio::spawn(async move {
+                let _permit = permit;
+                deliver(&st, &d).await;
+                sending.lock().unwrap_or_else(|p| p.into_inner()).remove(&d.id);
+            });
+        }
+        tokio::select! {
+            _ = state.webhook_wake.notified() => {}
+            _ = stopping.changed() => {}
+            _ = tokio::time::sleep(Duration::from_millis(500)) => {}
+        }
+    }
+}
+
+async fn deliver(state: &AppState, d: &Delivery) {
+    let account = match state.store.account(&d.account_id) {
+        Ok(Some(a)) => a,
+        _ => {
+            let _ = state.store.update_delivery(&d.id, "failed", d.attempts, d.next_at, None);
+            return;
+        }
+    };
+    let now = state.clock.now();
+    let headers = super::webhook::headers(&account.webhook_secret, &d.id, now, d.body.as_bytes());
+    let outcome = state.fetcher.post(&d.url, &headers, d.body.clone().into_bytes(), Duration::from_secs(10)).await;
+    let attempts = d.attempts + 1;
+    let status = outcome.as_ref().ok().map(|s| *s as i64);
+    let ok = matches!(outcome, Ok(s) if (200..300).contains(&s));
+    let (st, next) = if ok {
+        ("delivered", now)
+    } else if attempts >= state.config.webhook_attempts {
+        ("failed", now)
+    } else {
+        let backoff = state.config.webhook_backoff.as_secs_f64() * 2f64.powi(attempts as i32 - 1);
+        ("pending", now + backoff.ceil() as i64)
+    };
+    match &outcome {
+        Ok(s) => tracing::info!(webhook = %d.id, job = %d.job_id, status = s, attempts, state = st, "webhook attempt"),
+        Err(e) => {
+            tracing::warn!(webhook = %d.id, job = %d.job_id, error = %e, attempts, state = st, "webhook attempt failed")
+        }
+    }
+    if let Err(e) = state.store.update_delivery(&d.id, st, attempts, next, status) {
+        tracing::error!(error = %e, "could not record a webhook attempt");
+    }
+}
+
+/// Hard-deletes expired reports (leaving tombstones) and unused uploads.
+pub fn janitor_pass(state: &AppState) -> (usize, usize) {
+    let now = state.clock.now();
+    let reports = state.store.expire_reports(now).unwrap_or_else(|e| {
+        tracing::error!(error = %e, "report expiry failed");
+        0
+    });
+    let uploads = match state.store.expire_uploads(now) {
+        Ok(list) => {
+            for u in &list {
+                let _ = state.blobs.delete(&u.blob_id);
+            }
+            list.len()
+        }
+        Err(e) => {
+            tracing::error!(error = %e, "upload expiry failed");
+            0
+        }
+    };
+    if reports + uploads > 0 {
+        tracing::info!(reports, uploads, "janitor deleted expired data");
+    }
+    (reports, uploads)
+}
+
+/// Runs [`janitor_pass`] every `janitor_every` until shutdown.
+pub async fn janitor(state: AppState) {
+    let mut stopping = state.stopping.subscribe();
+    loop {
+        janitor_pass(&state);
+        tokio::select! {
+            _ = stopping.wait_for(|s| *s) => return,
+            _ = tokio::time::sleep(state.config.janitor_every) => {}
+        }
+    }
+}

@@ -1,0 +1,302 @@
+//! `meshcheck serve`: the engine over the /v1 HTTP API (axum on tokio).
+//!
+//! [`router`] builds the routes over an [`AppState`]; [`serve`] runs them on
+//! a listener with the background tasks (job workers, webhook deliveries,
+//! the janitor) until a shutdown signal, then drains: running jobs finish
+//! within the grace period or go back to the queue.
+//!
+//! - [`auth`]: X-Api-Key, the per-key and per-IP token buckets, RateLimit-* headers.
+//! - [`validate`]: POST /v1/validate (multipart and JSON: file, url, blob_id).
+//! - [`uploads`]: POST /v1/uploads and PUT /v1/uploads/{id}.
+//! - [`jobs`]: the persisted queue, its workers, webhooks, the janitor, restart recovery.
+//! - [`resources`]: GET /v1/jobs/{id}, /v1/reports/{id}, /v1/account.
+//! - [`public`]: /v1/openapi.json, /v1/schema/{name}.json, /llms.txt, /healthz.
+//! - [`fetch`]: the SSRF-guarded HTTP client for `url` and webhooks.
+
+pub mod auth;
+pub mod clock;
+pub mod error;
+pub mod fetch;
+pub mod jobs;
+pub mod openapi;
+pub mod plan;
+pub mod public;
+pub mod ratelimit;
+pub mod resources;
+pub mod uploads;
+pub mod validate;
+pub mod webhook;
+
+use crate::store::{Blobs, DirBlobs, Store, sqlite::SqliteStore};
+use crate::validator::Validator;
+use axum::Router;
+use axum::routing::{get, post, put};
+use clock::{Clock, SystemClock};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::{Notify, Semaphore, watch};
+
+/// Bytes in the specification's "MB".
+pub const MB: u64 = 1_000_000;
+
+/// Settings of a server.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// Where the database and the blob folder live.
+    pub data_dir: PathBuf,
+    /// The public base address (upload URLs are built on it), no trailing slash.
+    pub base_url: String,
+    /// Lets `url` fetches and webhooks reach private and loopback addresses.
+    pub allow_private_targets: bool,
+    /// Exact addresses allowed as fetch and webhook targets despite the guard (tests).
+    pub allow_exact_targets: Vec<SocketAddr>,
+    /// Job workers.
+    pub workers: usize,
+    /// Engine runs at once (the blocking pool's bound).
+    pub engine_slots: usize,
+    /// Inputs up to this size are validated synchronously.
+    pub sync_max_bytes: u64,
+    /// No input is accepted above this, whatever the plan.
+    pub hard_max_bytes: u64,
+    /// The multipart request-body cap.
+    pub multipart_max_bytes: u64,
+    /// The `url` fetch cap.
+    pub fetch_max_bytes: u64,
+    /// The `url` fetch timeout (all redirects and the body included).
+    pub fetch_timeout: Duration,
+    /// Requests per minute per client IP on the public routes.
+    pub public_per_min: u64,
+    /// Report retention, seconds.
+    pub report_ttl_s: i64,
+    /// Unused upload retention, seconds.
+    pub upload_ttl_s: i64,
+    /// How long a shutdown waits for running jobs before putting them back in the queue.
+    pub shutdown_grace: Duration,
+    /// How often the janitor runs.
+    pub janitor_every: Duration,
+    /// Delay before the first retry of a failed webhook; doubled each time.
+    pub webhook_backoff: Duration,
+    /// Webhook attempts before giving up.
+    pub webhook_attempts: i64,
+}
+
+impl Config {
+    /// The defaults of DESIGN.md for a data folder and base URL.
+    pub fn new(data_dir: PathBuf, base_url: &str) -> Config {
+        let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2);
+        Config {
+            data_dir,
+            base_url: base_url.trim_end_matches('/').to_string(),
+            allow_private_targets: false,
+            allow_exact_targets: Vec::new(),
+            workers: cores,
+            engine_slots: cores,
+            sync_max_bytes: 20 * MB,
+            hard_max_bytes: 250 * MB,
+            multipart_max_bytes: 4_500_000,
+            fetch_max_bytes: 25 * MB,
+            fetch_timeout: Duration::from_secs(10),
+            public_per_min: 60,
+            report_ttl_s: 30 * 86_400,
+            upload_ttl_s: 86_400,
+            shutdown_grace: Duration::from_secs(30),
+            janitor_every: Duration::from_secs(60),
+            webhook_backoff: Duration::from_secs(5),
+            webhook_attempts: 8,
+        }
+    }
+}
+
+/// Everything a handler needs; cheap to clone.
+#[derive(Clone)]
+pub struct AppState(Arc<Inner>);
+
+/// The shared state behind [`AppState`].
+pub struct Inner {
+    /// Settings.
+    pub config: Config,
+    /// Accounts, credits, reports, jobs.
+    pub store: Arc<dyn Store>,
+    /// Transient input bytes.
+    pub blobs: Arc<dyn Blobs>,
+    /// The time.
+    pub clock: Arc<dyn Clock>,
+    /// Token buckets.
+    pub limiter: ratelimit::Limiter,
+    /// Bounds engine runs (validation) to `engine_slots` at once.
+    pub engine_slots: Arc<Semaphore>,
+    /// The SSRF-guarded client.
+    pub fetcher: fetch::Fetcher,
+    /// The warm reference-validator pool for SPEC-001.
+    pub validator: Option<Arc<Validator>>,
+    /// Wakes the job workers.
+    pub job_wake: Notify,
+    /// Wakes the webhook sender.
+    pub webhook_wake: Notify,
+    /// Flips to true when the server is shutting down.
+    pub stopping: watch::Sender<bool>,
+}
+
+impl std::ops::Deref for AppState {
+    type Target = Inner;
+    fn deref(&self) -> &Inner {
+        &self.0
+    }
+}
+
+impl AppState {
+    /// State over explicit parts (tests pass their own clock).
+    pub fn with_parts(
+        config: Config,
+        store: Arc<dyn Store>,
+        blobs: Arc<dyn Blobs>,
+        clock: Arc<dyn Clock>,
+        validator: Option<Arc<Validator>>,
+    ) -> AppState {
+        let policy = fetch::Policy {
+            allow_private: config.allow_private_targets,
+            allow_exact: config.allow_exact_targets.clone(),
+        };
+        AppState(Arc::new(Inner {
+            engine_slots: Arc::new(Semaphore::new(config.engine_slots.max(1))),
+            fetcher: fetch::Fetcher::new(policy),
+            limiter: ratelimit::Limiter::default(),
+            job_wake: Notify::new(),
+            webhook_wake: Notify::new(),
+            stopping: watch::channel(false).0,
+            config,
+            store,
+            blobs,
+            clock,
+            validator,
+        }))
+    }
+
+    /// Opens the data folder: `meshcheck.sqlite` and `blobs/`, with the
+    /// system clock and the warm validator pool.
+    pub fn open(config: Config) -> crate::error::Result<AppState> {
+        std::fs::create_dir_all(&config.data_dir)
+            .map_err(|e| crate::error::Error::internal(format!("cannot create {}: {e}", config.data_dir.display())))?;
+        let store = SqliteStore::open(&config.data_dir.join("meshcheck.sqlite"))?;
+        let blobs = DirBlobs::new(config.data_dir.join("blobs"))
+            .map_err(|e| crate::error::Error::internal(format!("cannot create the blob folder: {e}")))?;
+        let validator = Validator::global()?;
+        Ok(AppState::with_parts(
+            config,
+            Arc::new(store),
+            Arc::new(blobs),
+            Arc::new(SystemClock::new()),
+            Some(validator),
+        ))
+    }
+
+    /// Runs `f` on the blocking pool once an engine slot is free, so the
+    /// async runtime never stalls on a validation. A panic is INTERNAL.
+    pub async fn run_engine<T: Send + 'static>(
+        &self,
+        f: impl FnOnce() -> T + Send + 'static,
+    ) -> std::result::Result<T, crate::error::Error> {
+        let permit = self
+            .engine_slots
+            .clone()
+            .acquire_owned()
+            .await
+            .map_err(|_| crate::error::Error::internal("the engine pool is closed"))?;
+        tokio::task::spawn_blocking(move || {
+            let _permit = permit;
+            f()
+        })
+        .await
+        .map_err(|e| crate::error::Error::internal(format!("engine task failed: {e}")))
+    }
+
+    /// Whether a shutdown has begun.
+    pub fn is_stopping(&self) -> bool {
+        *self.stopping.borrow()
+    }
+}
+
+/// The routes. Authenticated routes sit behind [`auth::require_key`]; the
+/// public documents behind [`auth::per_ip`]; `/healthz` is unlimited.
+pub fn router(state: AppState) -> Router {
+    let authed = Router::new()
+        .route("/v1/validate", post(validate::validate))
+        .route("/v1/uploads", post(uploads::begin))
+        .route("/v1/uploads/{upload_id}", put(uploads::put))
+        .route("/v1/jobs/{id}", get(resources::job))
+        .route("/v1/reports/{id}", get(resources::report))
+        .route("/v1/account", get(resources::account))
+        .route_layer(axum::middleware::from_fn_with_state(state.clone(), auth::require_key));
+    let public = Router::new()
+        .route("/v1/openapi.json", get(public::openapi))
+        .route("/v1/schema/{file}", get(public::schema))
+        .route("/llms.txt", get(public::llms))
+        .route_layer(axum::middleware::from_fn_with_state(state.clone(), auth::per_ip));
+    Router::new()
+        .merge(authed)
+        .merge(public)
+        .route("/healthz", get(public::healthz))
+        .fallback(public::not_found)
+        .layer(axum::extract::DefaultBodyLimit::disable())
+        .layer(axum::middleware::from_fn(auth::request_log))
+        .with_state(state)
+}
+
+/// Serves until `shutdown` completes, with the job workers, the webhook
+/// sender and the janitor running beside the routes. Before accepting work
+/// it recovers what a stopped server left: interrupted jobs go back to the
+/// queue (or fail with a refund after three attempts) and orphaned blobs are
+/// deleted.
+pub async fn serve(
+    listener: tokio::net::TcpListener,
+    state: AppState,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    jobs::recover(&state);
+    let mut tasks = tokio::task::JoinSet::new();
+    for _ in 0..state.config.workers.max(1) {
+        tasks.spawn(jobs::worker(state.clone()));
+    }
+    tasks.spawn(jobs::webhook_sender(state.clone()));
+    tasks.spawn(jobs::janitor(state.clone()));
+    let app = router(state.clone()).into_make_service_with_connect_info::<SocketAddr>();
+    let stop_state = state.clone();
+    let result = axum::serve(listener, app)
+        .with_graceful_shutdown(async move {
+            shutdown.await;
+            tracing::info!("shutting down: no new work; running jobs get the grace period");
+            stop_state.stopping.send_replace(true);
+            stop_state.job_wake.notify_waiters();
+            stop_state.webhook_wake.notify_waiters();
+        })
+        .await;
+    state.stopping.send_replace(true);
+    state.job_wake.notify_waiters();
+    state.webhook_wake.notify_waiters();
+    while tasks.join_next().await.is_some() {}
+    result
+}
+
+/// Resolves on SIGTERM or Ctrl-C.
+pub async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        _ = ctrl_c => {},
+        _ = term => {},
+    }
+}

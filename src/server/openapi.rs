@@ -1,0 +1,388 @@
+//! The OpenAPI 3.1 description, built from the code: the report schemas
+//! come from the Rust types (schemars, the same as schemas/), the error
+//! codes from [`ErrorCode`], the plans from [`PLANS`](super::plan::PLANS),
+//! the limits from [`Config`](super::Config), the routes from one table
+//! here. A test checks that every route of the router is described and that
+//! every described route exists.
+
+use crate::error::ErrorCode;
+use serde_json::{Map, Value, json};
+
+/// Every error code the service answers with.
+pub const ERROR_CODES: &[ErrorCode] = &[
+    ErrorCode::MissingApiKey,
+    ErrorCode::InvalidApiKey,
+    ErrorCode::InsufficientCredits,
+    ErrorCode::RateLimited,
+    ErrorCode::BadRequest,
+    ErrorCode::FileTooLarge,
+    ErrorCode::FetchFailed,
+    ErrorCode::UnsupportedFormat,
+    ErrorCode::MalformedGltf,
+    ErrorCode::BundleIncomplete,
+    ErrorCode::NotFound,
+    ErrorCode::JobNotFound,
+    ErrorCode::ReportExpired,
+    ErrorCode::RenderFailed,
+    ErrorCode::InspectUnavailable,
+    ErrorCode::Internal,
+    ErrorCode::BillingUnavailable,
+];
+
+/// (method, path, operation id, summary, authenticated) of every route.
+pub const ROUTES: &[(&str, &str, &str, &str, bool)] = &[
+    ("post", "/v1/validate", "validate", "Validate an asset (file, url or blob_id)", true),
+    ("post", "/v1/uploads", "beginUpload", "Start an upload for a large file", true),
+    ("put", "/v1/uploads/{upload_id}", "putUpload", "Send the bytes of an upload (single use)", true),
+    ("get", "/v1/jobs/{id}", "getJob", "Poll an async job", true),
+    ("get", "/v1/reports/{id}", "getReport", "Fetch a stored report (30 days)", true),
+    ("get", "/v1/account", "getAccount", "The account snapshot", true),
+    ("get", "/v1/schema/{name}.json", "getSchema", "A JSON Schema (draft 2020-12)", false),
+    ("get", "/v1/openapi.json", "getOpenApi", "This document", false),
+    ("get", "/llms.txt", "getLlmsTxt", "Plain-text orientation for language models", false),
+    ("get", "/healthz", "health", "Liveness and readiness", false),
+];
+
+/// Moves `$defs` of a schemars schema into `defs` and points its `$ref`s at
+/// `#/components/schemas/`.
+fn hoist(mut schema: Value, defs: &mut Map<String, Value>) -> Value {
+    if let Some(obj) = schema.as_object_mut() {
+        obj.remove("$schema");
+        if let Some(Value::Object(d)) = obj.remove("$defs") {
+            for (k, v) in d {
+                let v = hoist(v, defs);
+                defs.insert(k, v);
+            }
+        }
+    }
+    rewrite_refs(&mut schema);
+    schema
+}
+
+fn rewrite_refs(v: &mut Value) {
+    match v {
+        Value::Object(m) => {
+            if let Some(Value::String(r)) = m.get_mut("$ref")
+                && let Some(name) = r.strip_prefix("#/$defs/")
+            {
+                *r = format!("#/components/schemas/{name}");
+            }
+            m.values_mut().for_each(rewrite_refs);
+        }
+        Value::Array(a) => a.iter_mut().for_each(rewrite_refs),
+        _ => {}
+    }
+}
+
+fn schema_ref(name: &str) -> Value {
+    json!({"$ref": format!("#/components/schemas/{name}")})
+}
+
+fn rate_headers() -> Value {
+    json!({
+        "RateLimit-Limit": {"description": "Requests allowed per minute (bucket capacity).", "schema": {"type": "integer"}},
+        "RateLimit-Remaining": {"description": "Requests left in the bucket.", "schema": {"type": "integer"}},
+        "RateLimit-Reset": {"description": "Seconds until the bucket is full again.", "schema": {"type": "integer"}},
+    })
+}
+
+fn error_response(codes: &[ErrorCode]) -> Value {
+    let names: Vec<&str> = codes.iter().map(|c| c.as_str()).collect();
+    let mut headers = rate_headers();
+    if codes.contains(&ErrorCode::RateLimited)
+        && let Some(h) = headers.as_object_mut()
+    {
+        h.insert(
+            "Retry-After".into(),
+            json!({"description": "Seconds to wait before retrying.", "schema": {"type": "integer"}}),
+        );
+    }
+    json!({
+        "description": format!("Error: {}.", names.join(", ")),
+        "headers": headers,
+        "content": {"application/json": {"schema": schema_ref("Error")}},
+    })
+}
+
+fn ok_json(description: &str, schema: Value) -> Value {
+    json!({"description": description, "headers": rate_headers(), "content": {"application/json": {"schema": schema}}})
+}
+
+/// The error responses of a route, by status.
+fn errors_for(op: &str, authed: bool) -> Vec<(u16, Vec<ErrorCode>)> {
+    use ErrorCode::*;
+    let mut out: Vec<(u16, Vec<ErrorCode>)> = Vec::new();
+    if authed {
+        out.push((401, vec![MissingApiKey, InvalidApiKey]));
+    }
+    out.push((429, vec![RateLimited]));
+    out.push((500, vec![Internal]));
+    match op {
+        "validate" => {
+            out.push((400, vec![BadRequest]));
+            out.push((402, vec![InsufficientCredits]));
+            out.push((404, vec![NotFound]));
+            out.push((413, vec![FileTooLarge]));
+            out.push((415, vec![UnsupportedFormat]));
+            out.push((422, vec![MalformedGltf, BundleIncomplete, FetchFailed]));
+            out.push((502, vec![RenderFailed]));
+        }
+        "putUpload" => {
+            out.push((400, vec![BadRequest]));
+            out.push((404, vec![NotFound]));
+            out.push((413, vec![FileTooLarge]));
+        }
+        "getJob" => out.push((404, vec![JobNotFound])),
+        "getReport" => {
+            out.push((404, vec![NotFound]));
+            out.push((410, vec![ReportExpired]));
+        }
+        "getSchema" => out.push((404, vec![NotFound])),
+        _ => {}
+    }
+    out.sort_by_key(|(s, _)| *s);
+    out
+}
+
+fn options_properties(multipart: bool) -> Map<String, Value> {
+    let keys = crate::profile::override_keys();
+    let mut p = Map::new();
+    p.insert(
+        "profile".into(),
+        json!({"type": "string", "enum": crate::profile::BUILTIN_NAMES, "default": "web", "description": "Budget profile."}),
+    );
+    p.insert(
+        "mode".into(),
+        json!({"type": "string", "enum": ["checks_only", "full"], "default": "checks_only", "description": "full also runs the renderer (RND checks) and costs 2 credits."}),
+    );
+    let overrides = json!({
+        "type": "object",
+        "description": format!("Budget overrides, key to number. Keys: {}.", keys.join(", ")),
+        "propertyNames": {"enum": keys},
+        "additionalProperties": {"type": "number"},
+    });
+    if multipart {
+        p.insert(
+            "overrides".into(),
+            json!({"type": "string", "description": "A JSON object of budget overrides (key to number)."}),
+        );
+        p.insert("screenshots".into(), json!({"type": "boolean", "default": false}));
+        p.insert(
+            "weld_tolerance".into(),
+            json!({"type": "number", "minimum": 0, "description": "Weld tolerance in metres."}),
+        );
+    } else {
+        p.insert("overrides".into(), overrides);
+        p.insert("screenshots".into(), json!({"type": "boolean", "default": false}));
+        p.insert(
+            "weld_tolerance".into(),
+            json!({"type": "number", "minimum": 0, "description": "Weld tolerance in metres."}),
+        );
+    }
+    p.insert(
+        "webhook_url".into(),
+        json!({"type": "string", "format": "uri", "description": "Async calls only: where the finished job is POSTed (signed)."}),
+    );
+    p
+}
+
+fn components() -> Value {
+    let mut schemas = Map::new();
+    let report =
+        hoist(serde_json::to_value(schemars::schema_for!(crate::report::Report)).unwrap_or_default(), &mut schemas);
+    schemas.insert("Report".into(), report);
+    let check = hoist(
+        serde_json::to_value(schemars::schema_for!(crate::report::CheckResult)).unwrap_or_default(),
+        &mut schemas,
+    );
+    schemas.insert("CheckResult".into(), check);
+    let codes: Vec<&str> = ERROR_CODES.iter().map(|c| c.as_str()).collect();
+    schemas.insert(
+        "Error".into(),
+        json!({
+            "type": "object",
+            "required": ["error"],
+            "properties": {"error": {
+                "type": "object",
+                "required": ["code", "message"],
+                "properties": {
+                    "code": {"type": "string", "enum": codes},
+                    "message": {"type": "string"},
+                    "detail": {"description": "Structured detail: {balance, required} for INSUFFICIENT_CREDITS, {bytes, max_bytes} for FILE_TOO_LARGE, {retry_after_s} for RATE_LIMITED, {field, reason} for validation errors."},
+                },
+            }},
+        }),
+    );
+    schemas.insert(
+        "JobEnvelope".into(),
+        json!({
+            "type": "object",
+            "required": ["job_id", "status", "poll", "result"],
+            "properties": {
+                "job_id": {"type": "string"},
+                "status": {"type": "string", "enum": ["queued", "processing", "done", "failed"]},
+                "poll": {"type": "string", "description": "Relative poll path /v1/jobs/{id}."},
+                "result": {"description": "Null while queued or processing; the report when done; the error envelope when failed.",
+                    "oneOf": [{"type": "null"}, schema_ref("Report"), schema_ref("Error")]},
+            },
+        }),
+    );
+    schemas.insert(
+        "UploadBegin".into(),
+        json!({"type": "object", "required": ["blob_id", "upload_url", "max_bytes"], "properties": {
+            "blob_id": {"type": "string"}, "upload_url": {"type": "string", "format": "uri"}, "max_bytes": {"type": "integer"}}}),
+    );
+    schemas.insert(
+        "UploadStored".into(),
+        json!({"type": "object", "required": ["blob_id", "bytes"], "properties": {
+            "blob_id": {"type": "string"}, "bytes": {"type": "integer"}}}),
+    );
+    let plan_names: Vec<&str> = super::plan::PLANS.iter().map(|p| p.name).collect();
+    schemas.insert(
+        "Account".into(),
+        json!({"type": "object", "required": ["plan", "webhook_secret", "subscription", "balance", "usage"], "properties": {
+            "plan": {"type": "object", "required": ["name", "monthly_credits", "rate_per_min", "max_file_bytes"], "properties": {
+                "name": {"type": "string", "enum": plan_names}, "monthly_credits": {"type": "integer"},
+                "rate_per_min": {"type": "integer"}, "max_file_bytes": {"type": "integer"}}},
+            "webhook_secret": {"type": "string", "description": "Webhook signing secret (whsec_...)."},
+            "subscription": {"type": "object", "required": ["provider", "subscription_id"], "properties": {
+                "provider": {"type": ["string", "null"]}, "subscription_id": {"type": ["string", "null"]}}},
+            "balance": {"type": "integer"},
+            "usage": {"type": "object", "required": ["period_start", "credits_used"], "properties": {
+                "period_start": {"type": "string", "format": "date-time"}, "credits_used": {"type": "integer"}}}}}),
+    );
+    let mut json_props = options_properties(false);
+    json_props.insert("url".into(), json!({"type": "string", "format": "uri", "description": "Fetched by the server: http(s), up to 25 MB, 10 s, public addresses only."}));
+    json_props
+        .insert("blob_id".into(), json!({"type": "string", "description": "From POST /v1/uploads, after its PUT."}));
+    schemas.insert(
+        "ValidateJson".into(),
+        json!({"type": "object", "additionalProperties": false, "properties": json_props,
+            "description": "Exactly one of url and blob_id.",
+            "oneOf": [{"required": ["url"], "not": {"required": ["blob_id"]}}, {"required": ["blob_id"], "not": {"required": ["url"]}}]}),
+    );
+    let mut mp_props = options_properties(true);
+    mp_props.insert("file".into(), json!({"type": "string", "contentMediaType": "application/octet-stream", "description": "A .glb, or a .zip bundle holding a .gltf and its resources."}));
+    schemas.insert(
+        "ValidateMultipart".into(),
+        json!({"type": "object", "required": ["file"], "additionalProperties": false, "properties": mp_props}),
+    );
+    json!({
+        "schemas": schemas,
+        "securitySchemes": {"ApiKey": {"type": "apiKey", "in": "header", "name": "X-Api-Key",
+            "description": "mk_live_ followed by 32 characters; made with `meshcheck accounts create`."}},
+    })
+}
+
+fn operation(op: &str, summary: &str, authed: bool) -> Value {
+    let mut o = Map::new();
+    o.insert("operationId".into(), json!(op));
+    o.insert("summary".into(), json!(summary));
+    o.insert("security".into(), if authed { json!([{"ApiKey": []}]) } else { json!([]) });
+    let mut responses = Map::new();
+    let path_param = |name: &str, desc: &str| json!({"name": name, "in": "path", "required": true, "schema": {"type": "string"}, "description": desc});
+    match op {
+        "validate" => {
+            o.insert("description".into(), json!("Up to 20 MB answers 200 with the report; above, 202 with a job. Above the plan's max file (at most 250 MB), 413. Costs 1 credit (checks_only) or 2 (full), charged only once the input has loaded."));
+            o.insert(
+                "requestBody".into(),
+                json!({"required": true, "content": {
+                "multipart/form-data": {"schema": schema_ref("ValidateMultipart")},
+                "application/json": {"schema": schema_ref("ValidateJson")}}}),
+            );
+            responses.insert("200".into(), ok_json("The report.", schema_ref("Report")));
+            responses
+                .insert("202".into(), ok_json("The input is above 20 MB: a job to poll.", schema_ref("JobEnvelope")));
+        }
+        "beginUpload" => {
+            responses.insert("201".into(), ok_json("The upload handshake.", schema_ref("UploadBegin")));
+        }
+        "putUpload" => {
+            o.insert("parameters".into(), json!([path_param("upload_id", "From upload_url.")]));
+            o.insert("requestBody".into(), json!({"required": true, "content": {"application/octet-stream": {"schema": {"type": "string", "contentMediaType": "application/octet-stream"}}}}));
+            responses.insert("200".into(), ok_json("Stored.", schema_ref("UploadStored")));
+        }
+        "getJob" => {
+            o.insert("parameters".into(), json!([path_param("id", "job_id")]));
+            responses.insert("200".into(), ok_json("The job.", schema_ref("JobEnvelope")));
+        }
+        "getReport" => {
+            o.insert("parameters".into(), json!([path_param("id", "report_id")]));
+            responses.insert("200".into(), ok_json("The stored report.", schema_ref("Report")));
+        }
+        "getAccount" => {
+            responses.insert("200".into(), ok_json("The account snapshot.", schema_ref("Account")));
+        }
+        "getSchema" => {
+            let names: Vec<&str> = super::public::SCHEMAS.iter().map(|(n, _)| *n).collect();
+            o.insert(
+                "parameters".into(),
+                json!([{"name": "name", "in": "path", "required": true, "schema": {"type": "string", "enum": names}}]),
+            );
+            responses.insert(
+                "200".into(),
+                json!({"description": "A JSON Schema.", "headers": rate_headers(),
+                "content": {"application/schema+json": {"schema": {"type": "object"}}}}),
+            );
+        }
+        "getOpenApi" => {
+            responses.insert("200".into(), ok_json("OpenAPI 3.1.", json!({"type": "object"})));
+        }
+        "getLlmsTxt" => {
+            responses.insert(
+                "200".into(),
+                json!({"description": "Plain text.", "headers": rate_headers(),
+                "content": {"text/plain": {"schema": {"type": "string"}}}}),
+            );
+        }
+        "health" => {
+            responses.insert(
+                "200".into(),
+                json!({"description": "Serving.", "content": {"application/json": {"schema": {"type": "object"}}}}),
+            );
+            responses.insert("503".into(), json!({"description": "Not ready or shutting down.", "content": {"application/json": {"schema": {"type": "object"}}}}));
+        }
+        _ => {}
+    }
+    if op != "health" {
+        for (status, codes) in errors_for(op, authed) {
+            responses.insert(status.to_string(), error_response(&codes));
+        }
+    }
+    o.insert("responses".into(), Value::Object(responses));
+    Value::Object(o)
+}
+
+/// The whole document.
+pub fn document(base_url: &str) -> Value {
+    let mut paths = Map::new();
+    for (method, path, op, summary, authed) in ROUTES {
+        let entry = paths.entry(path.to_string()).or_insert_with(|| json!({}));
+        entry[*method] = operation(op, summary, *authed);
+    }
+    let plans: Vec<String> = super::plan::PLANS
+        .iter()
+        .map(|p| {
+            format!(
+                "{} ({} credits/month, {}/min, {} MB)",
+                p.name,
+                p.monthly_credits,
+                p.rate_per_min,
+                p.max_file_bytes / 1_000_000
+            )
+        })
+        .collect();
+    json!({
+        "openapi": "3.1.0",
+        "jsonSchemaDialect": "https://json-schema.org/draft/2020-12/schema",
+        "info": {
+            "title": "meshcheck",
+            "version": "1.1.0",
+            "description": format!("Validates glTF 2.0 assets and returns a report card. Plans: {}. Every response carries RateLimit-* headers; every error is the Error envelope.", plans.join("; ")),
+            "license": {"name": "MIT OR Apache-2.0", "identifier": "MIT OR Apache-2.0"},
+        },
+        "servers": [{"url": base_url}],
+        "paths": paths,
+        "components": components(),
+    })
+}

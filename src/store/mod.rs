@@ -1,0 +1,379 @@
+//! Storage behind two small traits: [`Store`] (accounts, keys, the credit
+//! ledger, reports, uploads, jobs, webhook deliveries) and [`Blobs`] (the
+//! transient bytes of uploads and queued jobs).
+//!
+//! The single-node default is SQLite ([`sqlite::SqliteStore`]) plus a folder
+//! ([`DirBlobs`]); the handlers only see the traits, so a PostgreSQL store
+//! and an S3-compatible blob store can be added without touching them
+//! (DESIGN.md "Service decisions").
+//!
+//! Times are Unix seconds, UTC. Every method is synchronous and short (one
+//! statement or one transaction); the server calls them from its handlers.
+
+pub mod sqlite;
+
+use crate::error::{Error, Result};
+use sha2::{Digest, Sha256};
+use std::io::Write;
+use std::path::PathBuf;
+
+/// An account.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Account {
+    /// `acct_...`.
+    pub id: String,
+    /// Contact address, if given.
+    pub email: Option<String>,
+    /// Plan name: free, indie, studio or scale.
+    pub plan: String,
+    /// The webhook signing secret, `whsec_...`.
+    pub webhook_secret: String,
+    /// Creation time; monthly periods count from it.
+    pub created_at: i64,
+    /// The payment provider's customer id, once there is one.
+    pub customer_id: Option<String>,
+    /// The payment provider while a subscription is active.
+    pub subscription_provider: Option<String>,
+    /// The provider's subscription id while one is active.
+    pub subscription_id: Option<String>,
+}
+
+/// A key as listed (the key itself is never stored).
+#[derive(Debug, Clone, PartialEq)]
+pub struct KeyInfo {
+    /// The first 12 characters of the key.
+    pub prefix: String,
+    /// Its account.
+    pub account_id: String,
+    /// When it was made.
+    pub created_at: i64,
+    /// When it was revoked, if it was.
+    pub revoked_at: Option<i64>,
+}
+
+/// The outcome of a charge.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Charge {
+    /// Charged; the balance after it.
+    Charged {
+        /// Credits left in the period.
+        balance: i64,
+    },
+    /// Not charged: the balance does not cover it.
+    Insufficient {
+        /// Credits left in the period.
+        balance: i64,
+        /// Credits the call costs.
+        required: i64,
+    },
+}
+
+/// A report looked up for an account.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ReportLookup {
+    /// The stored report JSON.
+    Found(String),
+    /// It existed and was deleted at the end of its retention.
+    Expired,
+    /// No such report for this account.
+    Missing,
+}
+
+/// Upload states.
+pub mod upload_state {
+    /// The URL is issued, no bytes yet (or a PUT is streaming).
+    pub const PENDING: &str = "pending";
+    /// A PUT is streaming the bytes.
+    pub const RECEIVING: &str = "receiving";
+    /// The bytes are in the blob folder.
+    pub const STORED: &str = "stored";
+    /// Validated (or refused); the bytes are gone.
+    pub const CONSUMED: &str = "consumed";
+    /// Never used within 24 hours; the bytes (if any) are gone.
+    pub const EXPIRED: &str = "expired";
+}
+
+/// An upload.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Upload {
+    /// `upl_...`, the path segment of the upload URL.
+    pub id: String,
+    /// `blob_...`, what POST /v1/validate takes.
+    pub blob_id: String,
+    /// Its account.
+    pub account_id: String,
+    /// One of [`upload_state`].
+    pub state: String,
+    /// Bytes stored.
+    pub bytes: Option<i64>,
+    /// When an unused upload is deleted.
+    pub expires_at: i64,
+}
+
+/// A job.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Job {
+    /// `job_...`.
+    pub id: String,
+    /// Its account.
+    pub account_id: String,
+    /// What it runs: `validate`.
+    pub kind: String,
+    /// queued, processing, done or failed.
+    pub status: String,
+    /// The validated request, JSON.
+    pub params: String,
+    /// The transient blob holding the input bytes, until processed.
+    pub input: Option<String>,
+    /// Where to POST the finished envelope.
+    pub webhook_url: Option<String>,
+    /// Credits charged for it (refunded on a server fault).
+    pub credits: i64,
+    /// Times a worker has picked it up.
+    pub attempts: i64,
+    /// The report (done) or error envelope (failed), JSON.
+    pub result: Option<String>,
+    /// Creation time.
+    pub created_at: i64,
+    /// Last change.
+    pub updated_at: i64,
+}
+
+/// A webhook message and its delivery state.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Delivery {
+    /// `msg_...`, sent as `webhook-id` on every attempt.
+    pub id: String,
+    /// The job it reports.
+    pub job_id: String,
+    /// The account whose secret signs it.
+    pub account_id: String,
+    /// The target.
+    pub url: String,
+    /// The JobEnvelope, JSON.
+    pub body: String,
+    /// pending, delivered or failed.
+    pub state: String,
+    /// Attempts made.
+    pub attempts: i64,
+    /// When the next attempt is due.
+    pub next_at: i64,
+}
+
+/// Accounts, keys, credits, reports, uploads, jobs, webhook deliveries.
+pub trait Store: Send + Sync {
+    /// Creates an account and its first key; returns both (the key in clear, once).
+    fn create_account(&self, plan: &str, email: Option<&str>, now: i64) -> Result<(Account, String)>;
+    /// Every account, oldest first.
+    fn accounts(&self) -> Result<Vec<Account>>;
+    /// One account.
+    fn account(&self, id: &str) -> Result<Option<Account>>;
+    /// Keys of an account.
+    fn keys(&self, account_id: &str) -> Result<Vec<KeyInfo>>;
+    /// A new key for an account (NOT_FOUND when there is no such account).
+    fn create_key(&self, account_id: &str, prefix: &str, now: i64) -> Result<String>;
+    /// Revokes the key given in full or by its 12-character prefix; how many were revoked.
+    fn revoke_key(&self, key_or_prefix: &str, now: i64) -> Result<usize>;
+    /// The account of a live key.
+    fn account_for_key(&self, key: &str) -> Result<Option<Account>>;
+    /// Credits used in the period starting at `period`.
+    fn credits_used(&self, account_id: &str, period: i64) -> Result<i64>;
+    /// Charges `credits` when `allowance - used` covers them, atomically.
+    #[allow(clippy::too_many_arguments)]
+    fn charge(
+        &self,
+        account_id: &str,
+        credits: i64,
+        allowance: i64,
+        period: i64,
+        reason: &str,
+        reference: &str,
+        now: i64,
+    ) -> Result<Charge>;
+    /// Refunds what is still charged under `reference` (idempotent); the credits refunded.
+    fn refund(&self, reference: &str, reason: &str, now: i64) -> Result<i64>;
+    /// Ledger rows of an account in a period: (at, credits, reason, reference).
+    fn ledger(&self, account_id: &str, period: i64) -> Result<Vec<(i64, i64, String, String)>>;
+    /// Stores a report.
+    fn put_report(&self, id: &str, account_id: &str, created_at: i64, expires_at: i64, body: &str) -> Result<()>;
+    /// A report of this account.
+    fn report(&self, id: &str, account_id: &str) -> Result<ReportLookup>;
+    /// Hard-deletes reports past expiry, leaving tombstones; how many.
+    fn expire_reports(&self, now: i64) -> Result<usize>;
+    /// Issues an upload.
+    fn create_upload(&self, account_id: &str, now: i64, expires_at: i64) -> Result<Upload>;
+    /// An upload by its id.
+    fn upload(&self, id: &str) -> Result<Option<Upload>>;
+    /// An upload by its blob id, for this account.
+    fn upload_by_blob(&self, blob_id: &str, account_id: &str) -> Result<Option<Upload>>;
+    /// Moves an upload from `from` to `to` (compare and set); whether it moved.
+    fn move_upload(&self, id: &str, from: &str, to: &str, bytes: Option<i64>) -> Result<bool>;
+    /// Uploads not consumed by `now` (pending, receiving or stored past expiry), marked expired.
+    fn expire_uploads(&self, now: i64) -> Result<Vec<Upload>>;
+    /// Queues a job.
+    fn insert_job(&self, job: &Job) -> Result<()>;
+    /// A job of this account.
+    fn job(&self, id: &str, account_id: &str) -> Result<Option<Job>>;
+    /// Takes the oldest queued job (queued to processing, attempts + 1).
+    fn claim_job(&self, now: i64) -> Result<Option<Job>>;
+    /// Finishes a job (done or failed) with its result; drops the input reference.
+    fn finish_job(&self, id: &str, status: &str, result: &str, now: i64) -> Result<()>;
+    /// Puts a processing job back in the queue (shutdown or restart).
+    fn requeue_job(&self, id: &str, now: i64) -> Result<()>;
+    /// Jobs left in processing by a stopped server.
+    fn interrupted_jobs(&self) -> Result<Vec<Job>>;
+    /// Blob ids still needed: inputs of unfinished jobs and stored uploads.
+    fn live_blobs(&self) -> Result<Vec<String>>;
+    /// Records a webhook message to deliver.
+    fn insert_delivery(&self, d: &Delivery, now: i64) -> Result<()>;
+    /// Pending deliveries due by `now`.
+    fn due_deliveries(&self, now: i64, limit: usize) -> Result<Vec<Delivery>>;
+    /// Records an attempt: the new state, attempts, next due time and HTTP status.
+    fn update_delivery(&self, id: &str, state: &str, attempts: i64, next_at: i64, status: Option<i64>) -> Result<()>;
+    /// The deliveries of a job.
+    fn deliveries_of(&self, job_id: &str) -> Result<Vec<Delivery>>;
+}
+
+/// The transient bytes of uploads and queued jobs. Nothing here outlives its
+/// processing: the server deletes each blob on every path.
+pub trait Blobs: Send + Sync {
+    /// A writer for a new blob.
+    fn writer(&self, id: &str) -> std::io::Result<Box<dyn Write + Send>>;
+    /// Stores a whole blob.
+    fn put(&self, id: &str, bytes: &[u8]) -> std::io::Result<()> {
+        let mut w = self.writer(id)?;
+        w.write_all(bytes)?;
+        w.flush()
+    }
+    /// Reads a blob.
+    fn read(&self, id: &str) -> std::io::Result<Vec<u8>>;
+    /// Deletes a blob (no error when it is already gone).
+    fn delete(&self, id: &str) -> std::io::Result<()>;
+    /// Every blob present.
+    fn ids(&self) -> std::io::Result<Vec<String>>;
+}
+
+/// Blobs as files in one folder.
+#[derive(Debug, Clone)]
+pub struct DirBlobs {
+    dir: PathBuf,
+}
+
+impl DirBlobs {
+    /// Blobs under `dir` (created if missing).
+    pub fn new(dir: PathBuf) -> std::io::Result<DirBlobs> {
+        std::fs::create_dir_all(&dir)?;
+        Ok(DirBlobs { dir })
+    }
+
+    fn path(&self, id: &str) -> std::io::Result<PathBuf> {
+        // Ids are ours (prefix + base62), but never let one name a path outside the folder.
+        if id.is_empty() || !id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
+            return Err(std::io::Error::new(std::io::ErrorKind::InvalidInput, "bad blob id"));
+        }
+        Ok(self.dir.join(id))
+    }
+}
+
+impl Blobs for DirBlobs {
+    fn writer(&self, id: &str) -> std::io::Result<Box<dyn Write + Send>> {
+        let file = std::fs::OpenOptions::new().write(true).create_new(true).open(self.path(id)?)?;
+        Ok(Box::new(std::io::BufWriter::with_capacity(256 << 10, file)))
+    }
+    fn read(&self, id: &str) -> std::io::Result<Vec<u8>> {
+        std::fs::read(self.path(id)?)
+    }
+    fn delete(&self, id: &str) -> std::io::Result<()> {
+        match std::fs::remove_file(self.path(id)?) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+            other => other,
+        }
+    }
+    fn ids(&self) -> std::io::Result<Vec<String>> {
+        let mut out = Vec::new();
+        for entry in std::fs::read_dir(&self.dir)? {
+            out.push(entry?.file_name().to_string_lossy().into_owned());
+        }
+        out.sort();
+        Ok(out)
+    }
+}
+
+const BASE62: &[u8; 62] = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
+
+/// `prefix` + `n` random base62 characters from the OS's generator.
+pub fn random_id(prefix: &str, n: usize) -> String {
+    let mut out = String::with_capacity(prefix.len() + n);
+    out.push_str(prefix);
+    let mut buf = [0u8; 64];
+    while out.len() < prefix.len() + n {
+        getrandom::fill(&mut buf).expect("the OS random generator works");
+        // 248 = 4 * 62: rejection keeps every character equally likely.
+        for &b in buf.iter().filter(|&&b| b < 248) {
+            if out.len() == prefix.len() + n {
+                break;
+            }
+            out.push(BASE62[(b % 62) as usize] as char);
+        }
+    }
+    out
+}
+
+/// Key prefix of account keys.
+pub const LIVE_KEY_PREFIX: &str = "mk_live_";
+/// Key prefix of the demo account's keys.
+pub const DEMO_KEY_PREFIX: &str = "mk_demo_";
+
+/// A new API key: the prefix and 32 base62 characters.
+pub fn new_key(prefix: &str) -> String {
+    random_id(prefix, 32)
+}
+
+/// SHA-256 of a key, lower-case hex: the only form a key is stored in.
+pub fn key_hash(key: &str) -> String {
+    hex(&Sha256::digest(key.as_bytes()))
+}
+
+/// Lower-case hex.
+pub fn hex(bytes: &[u8]) -> String {
+    use std::fmt::Write as _;
+    let mut s = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
+        let _ = write!(s, "{b:02x}");
+    }
+    s
+}
+
+/// A database error: logged by the server, answered as INTERNAL without detail.
+pub(crate) fn db_error(e: impl std::fmt::Display) -> Error {
+    Error::internal(format!("database: {e}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_are_base62_of_the_asked_length() {
+        let k = new_key(LIVE_KEY_PREFIX);
+        assert_eq!(k.len(), 8 + 32);
+        assert!(k.starts_with("mk_live_"));
+        assert!(k[8..].bytes().all(|b| b.is_ascii_alphanumeric()));
+        assert_ne!(new_key(LIVE_KEY_PREFIX), k);
+        assert_eq!(key_hash("abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+    }
+
+    #[test]
+    fn dir_blobs_refuse_paths() {
+        let dir = tempfile::tempdir().unwrap();
+        let blobs = DirBlobs::new(dir.path().join("b")).unwrap();
+        assert!(blobs.put("../x", b"1").is_err());
+        blobs.put("blob_1", b"hello").unwrap();
+        assert!(blobs.put("blob_1", b"again").is_err(), "create_new");
+        assert_eq!(blobs.read("blob_1").unwrap(), b"hello");
+        assert_eq!(blobs.ids().unwrap(), vec!["blob_1".to_string()]);
+        blobs.delete("blob_1").unwrap();
+        blobs.delete("blob_1").unwrap();
+        assert!(blobs.ids().unwrap().is_empty());
+    }
+}

@@ -1,0 +1,863 @@
+//! `meshcheck serve`: in-process router tests for every endpoint and error
+//! code of issue 7, and end-to-end tests on 127.0.0.1:0 with a real HTTP
+//! client (uploads, async jobs with webhooks, restart recovery, SSRF).
+//! Every test checks at the end that the blob folder is empty.
+
+use crate::util::model;
+use axum::Router;
+use axum::body::Body;
+use axum::http::{HeaderMap, Request, StatusCode};
+use http_body_util::BodyExt;
+use meshcheck::server::clock::{Clock, SystemClock};
+use meshcheck::server::{self, AppState, Config};
+use meshcheck::store::sqlite::SqliteStore;
+use meshcheck::store::{Blobs, DirBlobs, Store};
+use meshcheck::testkit::{self, Doc, Layout};
+use serde_json::{Value, json};
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use tower::ServiceExt;
+
+/// A server's state over a data folder, with a clock the test can move.
+struct Srv {
+    state: AppState,
+    clock: Arc<SystemClock>,
+    store: Arc<SqliteStore>,
+    dir: PathBuf,
+    _tmp: Option<tempfile::TempDir>,
+}
+
+fn validator() -> Option<Arc<meshcheck::validator::Validator>> {
+    Some(meshcheck::validator::Validator::global().expect("the reference validator (npm ci) is installed"))
+}
+
+fn srv_at(dir: &Path, tweak: impl FnOnce(&mut Config)) -> Srv {
+    let mut config = Config::new(dir.to_path_buf(), "http://meshcheck.test");
+    config.workers = 1;
+    tweak(&mut config);
+    let store = Arc::new(SqliteStore::open(&dir.join("meshcheck.sqlite")).unwrap());
+    let blobs = Arc::new(DirBlobs::new(dir.join("blobs")).unwrap());
+    let clock = Arc::new(SystemClock::new());
+    let state = AppState::with_parts(config, store.clone(), blobs, clock.clone(), validator());
+    Srv { state, clock, store, dir: dir.to_path_buf(), _tmp: None }
+}
+
+fn srv() -> Srv {
+    srv_with(|_| {})
+}
+
+fn srv_with(tweak: impl FnOnce(&mut Config)) -> Srv {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut s = srv_at(tmp.path(), tweak);
+    s._tmp = Some(tmp);
+    s
+}
+
+impl Srv {
+    fn app(&self) -> Router {
+        server::router(self.state.clone())
+    }
+    fn account(&self, plan: &str) -> (String, String) {
+        let (a, key) = self.store.create_account(plan, None, self.clock.now()).unwrap();
+        (a.id, key)
+    }
+    fn blobs_left(&self) -> Vec<String> {
+        DirBlobs::new(self.dir.join("blobs")).unwrap().ids().unwrap()
+    }
+    fn assert_no_blobs(&self) {
+        assert_eq!(self.blobs_left(), Vec::<String>::new(), "the blob folder must be empty");
+    }
+    async fn call(&self, req: Request<Body>) -> Resp {
+        let resp = self.app().oneshot(req).await.unwrap();
+        let status = resp.status();
+        let headers = resp.headers().clone();
+        let bytes = resp.into_body().collect().await.unwrap().to_bytes();
+        let json = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+        Resp { status, headers, bytes: bytes.to_vec(), json }
+    }
+    async fn get(&self, path: &str, key: Option<&str>) -> Resp {
+        let mut b = Request::get(path);
+        if let Some(k) = key {
+            b = b.header("x-api-key", k);
+        }
+        self.call(b.body(Body::empty()).unwrap()).await
+    }
+    async fn post_json(&self, path: &str, key: &str, body: Value) -> Resp {
+        self.call(
+            Request::post(path)
+                .header("x-api-key", key)
+                .header("content-type", "application/json")
+                .body(Body::from(body.to_string()))
+                .unwrap(),
+        )
+        .await
+    }
+    async fn post_file(&self, key: &str, file: &[u8], fields: &[(&str, &str)]) -> Resp {
+        let (ctype, body) = multipart(file, fields);
+        self.call(
+            Request::post("/v1/validate")
+                .header("x-api-key", key)
+                .header("content-type", ctype)
+                .body(Body::from(body))
+                .unwrap(),
+        )
+        .await
+    }
+    async fn balance(&self, key: &str) -> i64 {
+        self.get("/v1/account", Some(key)).await.json["balance"].as_i64().unwrap()
+    }
+}
+
+#[derive(Debug)]
+struct Resp {
+    status: StatusCode,
+    headers: HeaderMap,
+    bytes: Vec<u8>,
+    json: Value,
+}
+
+impl Resp {
+    fn code(&self) -> &str {
+        self.json["error"]["code"].as_str().unwrap_or("")
+    }
+    fn expect(&self, status: u16, code: &str) -> &Self {
+        assert_eq!(self.status.as_u16(), status, "{}", String::from_utf8_lossy(&self.bytes));
+        assert_eq!(self.code(), code, "{}", self.json);
+        assert!(self.json["error"]["message"].as_str().is_some_and(|m| !m.is_empty()));
+        self
+    }
+    fn ok(&self, status: u16) -> &Value {
+        assert_eq!(self.status.as_u16(), status, "{}", String::from_utf8_lossy(&self.bytes));
+        &self.json
+    }
+}
+
+const BOUNDARY: &str = "meshcheck-test-boundary-7MA4YWxkTrZu0gW";
+
+fn multipart(file: &[u8], fields: &[(&str, &str)]) -> (String, Vec<u8>) {
+    let mut body = Vec::new();
+    for (name, value) in fields {
+        body.extend_from_slice(
+            format!("--{BOUNDARY}\r\nContent-Disposition: form-data; name=\"{name}\"\r\n\r\n{value}\r\n").as_bytes(),
+        );
+    }
+    if !file.is_empty() {
+        body.extend_from_slice(
+            format!("--{BOUNDARY}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"model.glb\"\r\nContent-Type: application/octet-stream\r\n\r\n").as_bytes(),
+        );
+        body.extend_from_slice(file);
+        body.extend_from_slice(b"\r\n");
+    }
+    body.extend_from_slice(format!("--{BOUNDARY}--\r\n").as_bytes());
+    (format!("multipart/form-data; boundary={BOUNDARY}"), body)
+}
+
+fn box_glb() -> Vec<u8> {
+    std::fs::read(model("khronos-sample-models/Box.glb")).unwrap()
+}
+
+/// A valid GLB of about `bytes` bytes: a cube whose buffer carries padding.
+fn big_glb(bytes: usize) -> Vec<u8> {
+    let (mut json, mut bin) = Doc::single(testkit::cube(1.0)).to_json(Layout::Glb);
+    bin.resize(bytes.max(bin.len()).next_multiple_of(4), 0);
+    json["buffers"][0]["byteLength"] = json!(bin.len());
+    testkit::glb_from_parts(&json, &bin)
+}
+
+// ---------------------------------------------------------------- auth
+
+#[tokio::test]
+async fn keys_are_required_and_checked() {
+    let s = srv();
+    let (_, key) = s.account("free");
+    for path in ["/v1/account", "/v1/jobs/job_x", "/v1/reports/rpt_x"] {
+        s.get(path, None).await.expect(401, "MISSING_API_KEY");
+        s.get(path, Some("mk_live_0000000000000000000000000000000")).await.expect(401, "INVALID_API_KEY");
+    }
+    s.call(Request::post("/v1/validate").body(Body::empty()).unwrap()).await.expect(401, "MISSING_API_KEY");
+    s.call(Request::post("/v1/uploads").body(Body::empty()).unwrap()).await.expect(401, "MISSING_API_KEY");
+    s.call(Request::put("/v1/uploads/upl_x").body(Body::empty()).unwrap()).await.expect(401, "MISSING_API_KEY");
+    let r = s.get("/v1/account", Some(&key)).await;
+    r.ok(200);
+    for h in ["ratelimit-limit", "ratelimit-remaining", "ratelimit-reset", "x-request-id"] {
+        assert!(r.headers.contains_key(h), "{h} missing");
+    }
+    assert_eq!(r.headers["ratelimit-limit"], "10");
+    // A revoked key stops working.
+    s.store.revoke_key(&key, s.clock.now()).unwrap();
+    s.get("/v1/account", Some(&key)).await.expect(401, "INVALID_API_KEY");
+}
+
+#[tokio::test]
+async fn the_account_snapshot() {
+    let s = srv();
+    let (_, key) = s.account("indie");
+    let a = s.get("/v1/account", Some(&key)).await.ok(200).clone();
+    assert_eq!(
+        a["plan"],
+        json!({"name": "indie", "monthly_credits": 3000, "rate_per_min": 30, "max_file_bytes": 100_000_000})
+    );
+    assert!(a["webhook_secret"].as_str().unwrap().starts_with("whsec_"));
+    assert_eq!(a["subscription"], json!({"provider": null, "subscription_id": null}));
+    assert_eq!(a["balance"], 3000);
+    assert_eq!(a["usage"]["credits_used"], 0);
+    assert!(a["usage"]["period_start"].as_str().unwrap().ends_with('Z'));
+}
+
+// ---------------------------------------------------------------- validate
+
+#[tokio::test]
+async fn multipart_validate_charges_stores_and_refetches() {
+    let s = srv();
+    let (_, key) = s.account("free");
+    let (_, other) = s.account("free");
+    let r = s.post_file(&key, &box_glb(), &[("profile", "mobile"), ("overrides", r#"{"max_tris": 10}"#)]).await;
+    let report = r.ok(200).clone();
+    assert_eq!(report["schema_version"], "1.1");
+    assert_eq!(report["profile"]["name"], "mobile");
+    assert_eq!(report["input"]["filename"], "model.glb");
+    let perf = report["checks"].as_array().unwrap().iter().find(|c| c["id"] == "PERF-001").unwrap();
+    assert_eq!(perf["threshold"]["max_tris"], 10);
+    assert_eq!(perf["status"], "fail");
+    let spec = report["checks"].as_array().unwrap().iter().find(|c| c["id"] == "SPEC-001").unwrap();
+    assert_eq!(spec["status"], "pass", "SPEC-001 ran on the warm validator");
+    let id = report["report_id"].as_str().unwrap();
+    assert!(id.starts_with("rpt_"));
+    assert!(report["expires_at"].as_str().is_some());
+    // Re-fetch: the same bytes.
+    let again = s.get(&format!("/v1/reports/{id}"), Some(&key)).await;
+    assert_eq!(again.ok(200), &report);
+    // Another account sees nothing.
+    s.get(&format!("/v1/reports/{id}"), Some(&other)).await.expect(404, "NOT_FOUND");
+    assert_eq!(s.balance(&key).await, 299);
+    assert_eq!(s.balance(&other).await, 300);
+    // Full mode costs 2 (the renderer ships).
+    let full = s.post_file(&key, &box_glb(), &[("mode", "full")]).await;
+    assert_eq!(full.ok(200)["mode"], "full");
+    assert_eq!(s.balance(&key).await, 297);
+    s.assert_no_blobs();
+}
+
+#[tokio::test]
+async fn bad_requests_are_refused_before_any_charge() {
+    let s = srv();
+    let (_, key) = s.account("scale");
+    let glb = box_glb();
+    // Shape.
+    s.post_json("/v1/validate", &key, json!({})).await.expect(400, "BAD_REQUEST");
+    s.post_json("/v1/validate", &key, json!({"url": "https://example.com/a.glb", "blob_id": "blob_x"}))
+        .await
+        .expect(400, "BAD_REQUEST");
+    s.post_json("/v1/validate", &key, json!({"blob_id": "blob_x", "colour": 1})).await.expect(400, "BAD_REQUEST");
+    s.post_json("/v1/validate", &key, json!({"blob_id": "blob_x", "profile": "desktop"}))
+        .await
+        .expect(400, "BAD_REQUEST");
+    let r = s.post_json("/v1/validate", &key, json!({"blob_id": "blob_x", "overrides": {"max_polys": 5}})).await;
+    r.expect(400, "BAD_REQUEST");
+    assert_eq!(r.json["error"]["detail"]["field"], "overrides");
+    s.post_json("/v1/validate", &key, json!({"blob_id": "blob_x", "overrides": {"max_tris": "many"}}))
+        .await
+        .expect(400, "BAD_REQUEST");
+    s.post_json("/v1/validate", &key, json!({"blob_id": "blob_x", "mode": "fast"})).await.expect(400, "BAD_REQUEST");
+    s.post_file(&key, &glb, &[("overrides", "[1]")]).await.expect(400, "BAD_REQUEST");
+    s.post_file(&key, &glb, &[("colour", "red")]).await.expect(400, "BAD_REQUEST");
+    s.post_file(&key, &glb, &[("url", "https://example.com/a.glb")]).await.expect(400, "BAD_REQUEST");
+    s.post_file(&key, &[], &[("profile", "web")]).await.expect(400, "BAD_REQUEST");
+    s.call(
+        Request::post("/v1/validate")
+            .header("x-api-key", &key)
+            .header("content-type", "text/plain")
+            .body(Body::from("x"))
+            .unwrap(),
+    )
+    .await
+    .expect(415, "UNSUPPORTED_FORMAT");
+    // Size: the multipart body cap, with {bytes, max_bytes}.
+    let r = s.post_file(&key, &vec![0u8; 4_600_000], &[]).await;
+    r.expect(413, "FILE_TOO_LARGE");
+    assert_eq!(r.json["error"]["detail"]["max_bytes"], 4_500_000);
+    assert!(r.json["error"]["detail"]["bytes"].as_u64().unwrap() > 4_500_000);
+    // Format and content: the input alone decides, nothing is charged.
+    s.post_file(&key, b"hello, not a model", &[]).await.expect(415, "UNSUPPORTED_FORMAT");
+    let mut broken = glb.clone();
+    broken.truncate(200);
+    s.post_file(&key, &broken, &[]).await.expect(422, "MALFORMED_GLTF");
+    // Unknown blob.
+    s.post_json("/v1/validate", &key, json!({"blob_id": "blob_nope"})).await.expect(404, "NOT_FOUND");
+    assert_eq!(s.balance(&key).await, 40_000);
+    let acct = s.store.accounts().unwrap().remove(0);
+    assert!(s.store.ledger(&acct.id, acct.created_at).unwrap().is_empty(), "no ledger rows");
+}
+
+#[tokio::test]
+async fn credits_run_out_with_402_and_the_ledger_explains_the_balance() {
+    let s = srv();
+    let (id, key) = s.account("free");
+    let now = s.clock.now();
+    // Spend 299 of 300 credits.
+    s.store.charge(&id, 299, 300, now, "test", "seed", now).unwrap();
+    let r = s.post_file(&key, &box_glb(), &[("mode", "full")]).await;
+    r.expect(402, "INSUFFICIENT_CREDITS");
+    assert_eq!(r.json["error"]["detail"], json!({"balance": 1, "required": 2}));
+    s.post_file(&key, &box_glb(), &[]).await.ok(200);
+    let r = s.post_file(&key, &box_glb(), &[]).await;
+    r.expect(402, "INSUFFICIENT_CREDITS");
+    assert_eq!(r.json["error"]["detail"], json!({"balance": 0, "required": 1}));
+    // Input errors still come first, free.
+    s.post_file(&key, b"not a model", &[]).await.expect(415, "UNSUPPORTED_FORMAT");
+    let ledger = s.store.ledger(&id, now).unwrap();
+    assert_eq!(ledger.iter().map(|r| r.1).sum::<i64>(), 300);
+    assert_eq!(ledger.len(), 2);
+    // A new month: the allowance is back, nothing rolls over.
+    s.clock.advance(32 * 86_400);
+    assert_eq!(s.balance(&key).await, 300);
+    s.assert_no_blobs();
+}
+
+#[tokio::test]
+async fn rate_limits_exhaust_and_recover() {
+    let s = srv();
+    let (_, key) = s.account("free");
+    for i in 0..10 {
+        let r = s.get("/v1/account", Some(&key)).await;
+        r.ok(200);
+        assert_eq!(r.headers["ratelimit-remaining"], (9 - i).to_string().as_str());
+    }
+    let r = s.get("/v1/account", Some(&key)).await;
+    r.expect(429, "RATE_LIMITED");
+    assert_eq!(r.headers["retry-after"], "6");
+    assert_eq!(r.json["error"]["detail"]["retry_after_s"], 6);
+    assert_eq!(r.headers["ratelimit-remaining"], "0");
+    s.clock.advance(6);
+    s.get("/v1/account", Some(&key)).await.ok(200);
+    s.get("/v1/account", Some(&key)).await.expect(429, "RATE_LIMITED");
+    s.clock.advance(60);
+    for _ in 0..10 {
+        s.get("/v1/account", Some(&key)).await.ok(200);
+    }
+    // Public routes: 60 per minute per client IP, then 429.
+    for _ in 0..60 {
+        s.get("/llms.txt", None).await.ok(200);
+    }
+    s.get("/v1/openapi.json", None).await.expect(429, "RATE_LIMITED");
+    // Guessing keys spends the same per-IP bucket.
+    s.get("/v1/account", Some("mk_live_guess")).await.expect(429, "RATE_LIMITED");
+    s.get("/healthz", None).await.ok(200);
+}
+
+// ---------------------------------------------------------------- uploads
+
+async fn upload(s: &Srv, key: &str, bytes: Vec<u8>) -> String {
+    let begin = s.call(Request::post("/v1/uploads").header("x-api-key", key).body(Body::empty()).unwrap()).await;
+    let b = begin.ok(201).clone();
+    assert!(b["max_bytes"].as_u64().unwrap() > 0);
+    let url = b["upload_url"].as_str().unwrap();
+    let path = url.strip_prefix("http://meshcheck.test").unwrap();
+    let len = bytes.len();
+    let put = s
+        .call(
+            Request::put(path)
+                .header("x-api-key", key)
+                .header("content-type", "application/octet-stream")
+                .body(Body::from(bytes))
+                .unwrap(),
+        )
+        .await;
+    assert_eq!(put.ok(200), &json!({"blob_id": b["blob_id"], "bytes": len}));
+    // Single use.
+    s.call(Request::put(path).header("x-api-key", key).body(Body::from("again")).unwrap())
+        .await
+        .expect(404, "NOT_FOUND");
+    b["blob_id"].as_str().unwrap().to_string()
+}
+
+#[tokio::test]
+async fn uploads_are_single_use_account_bound_and_deleted_after_validation() {
+    let s = srv();
+    let (_, key) = s.account("scale");
+    let (_, other) = s.account("scale");
+    // Bound to the account: another key cannot PUT to it.
+    let begin = s.call(Request::post("/v1/uploads").header("x-api-key", &key).body(Body::empty()).unwrap()).await;
+    let url = begin.json["upload_url"].as_str().unwrap().strip_prefix("http://meshcheck.test").unwrap().to_string();
+    s.call(Request::put(&url).header("x-api-key", &other).body(Body::from(box_glb())).unwrap())
+        .await
+        .expect(404, "NOT_FOUND");
+    let blob = upload(&s, &key, box_glb()).await;
+    assert_eq!(s.blobs_left(), vec![blob.clone()]);
+    // Another account cannot use the blob either.
+    s.post_json("/v1/validate", &other, json!({"blob_id": blob})).await.expect(404, "NOT_FOUND");
+    let r = s.post_json("/v1/validate", &key, json!({"blob_id": blob, "profile": "pc"})).await;
+    assert_eq!(r.ok(200)["profile"]["name"], "pc");
+    s.assert_no_blobs();
+    s.post_json("/v1/validate", &key, json!({"blob_id": blob})).await.expect(404, "NOT_FOUND");
+    // A failed validation deletes the bytes too, and costs nothing.
+    let blob = upload(&s, &key, b"garbage, not a model".to_vec()).await;
+    s.post_json("/v1/validate", &key, json!({"blob_id": blob})).await.expect(415, "UNSUPPORTED_FORMAT");
+    s.assert_no_blobs();
+    assert_eq!(s.balance(&key).await, 39_999);
+}
+
+#[tokio::test]
+async fn uploads_enforce_the_plan_cap_while_streaming_and_expire() {
+    let s = srv();
+    let (_, key) = s.account("free");
+    let begin = s.call(Request::post("/v1/uploads").header("x-api-key", &key).body(Body::empty()).unwrap()).await;
+    assert_eq!(begin.json["max_bytes"], 25_000_000);
+    let path = begin.json["upload_url"].as_str().unwrap().strip_prefix("http://meshcheck.test").unwrap().to_string();
+    // A streamed body (no Content-Length) past the cap.
+    let chunks = (0..26).map(|_| Ok::<_, std::io::Error>(bytes::Bytes::from(vec![0u8; 1_000_000])));
+    let body = Body::from_stream(futures_util::stream::iter(chunks));
+    let r = s.call(Request::put(&path).header("x-api-key", &key).body(body).unwrap()).await;
+    r.expect(413, "FILE_TOO_LARGE");
+    assert_eq!(r.json["error"]["detail"]["max_bytes"], 25_000_000);
+    s.assert_no_blobs();
+    // Declared too large: refused before reading.
+    let begin = s.call(Request::post("/v1/uploads").header("x-api-key", &key).body(Body::empty()).unwrap()).await;
+    let path = begin.json["upload_url"].as_str().unwrap().strip_prefix("http://meshcheck.test").unwrap().to_string();
+    let r = s
+        .call(
+            Request::put(&path)
+                .header("x-api-key", &key)
+                .header("content-length", "30000000")
+                .body(Body::from(vec![0u8; 10]))
+                .unwrap(),
+        )
+        .await;
+    r.expect(413, "FILE_TOO_LARGE");
+    assert_eq!(r.json["error"]["detail"]["bytes"], 30_000_000);
+    // Stored but never used: gone after 24 hours.
+    let blob = upload(&s, &key, box_glb()).await;
+    let begin = s.call(Request::post("/v1/uploads").header("x-api-key", &key).body(Body::empty()).unwrap()).await;
+    let unused = begin.json["upload_url"].as_str().unwrap().strip_prefix("http://meshcheck.test").unwrap().to_string();
+    s.clock.advance(86_400);
+    server::jobs::janitor_pass(&s.state);
+    s.assert_no_blobs();
+    s.post_json("/v1/validate", &key, json!({"blob_id": blob})).await.expect(404, "NOT_FOUND");
+    s.call(Request::put(&unused).header("x-api-key", &key).body(Body::from(box_glb())).unwrap())
+        .await
+        .expect(404, "NOT_FOUND");
+}
+
+// ---------------------------------------------------------------- jobs and reports
+
+#[tokio::test]
+async fn jobs_and_reports_are_account_scoped() {
+    let s = srv();
+    let (_, key) = s.account("free");
+    s.get("/v1/jobs/job_nope", Some(&key)).await.expect(404, "JOB_NOT_FOUND");
+    s.get("/v1/reports/rpt_nope", Some(&key)).await.expect(404, "NOT_FOUND");
+}
+
+#[tokio::test]
+async fn reports_expire_after_30_days_with_410() {
+    let s = srv();
+    let (_, key) = s.account("free");
+    let (_, other) = s.account("free");
+    let id = s.post_file(&key, &box_glb(), &[]).await.json["report_id"].as_str().unwrap().to_string();
+    let path = format!("/v1/reports/{id}");
+    s.clock.advance(29 * 86_400);
+    server::jobs::janitor_pass(&s.state);
+    s.get(&path, Some(&key)).await.ok(200);
+    s.clock.advance(86_400);
+    server::jobs::janitor_pass(&s.state);
+    s.get(&path, Some(&key)).await.expect(410, "REPORT_EXPIRED");
+    s.get(&path, Some(&other)).await.expect(404, "NOT_FOUND");
+    let n: i64 = rusqlite::Connection::open(s.dir.join("meshcheck.sqlite"))
+        .unwrap()
+        .query_row("SELECT COUNT(*) FROM reports", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(n, 0, "hard-deleted");
+}
+
+// ---------------------------------------------------------------- public documents
+
+#[tokio::test]
+async fn public_documents() {
+    let s = srv();
+    let doc = s.get("/v1/openapi.json", None).await.ok(200).clone();
+    assert_eq!(doc["openapi"], "3.1.0");
+    assert_eq!(doc["info"]["version"], "1.1.0");
+    for (method, path, ..) in server::openapi::ROUTES {
+        assert!(doc["paths"][path][method].is_object(), "{method} {path}");
+    }
+    let codes: Vec<&str> = doc["components"]["schemas"]["Error"]["properties"]["error"]["properties"]["code"]["enum"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect();
+    for code in
+        ["MISSING_API_KEY", "INSUFFICIENT_CREDITS", "RATE_LIMITED", "FETCH_FAILED", "REPORT_EXPIRED", "INTERNAL"]
+    {
+        assert!(codes.contains(&code), "{code}");
+    }
+    assert!(!doc.to_string().contains("#/$defs/"), "refs point into components");
+    for name in ["report", "check_result"] {
+        let r = s.get(&format!("/v1/schema/{name}.json"), None).await;
+        assert_eq!(r.ok(200)["$schema"], "https://json-schema.org/draft/2020-12/schema");
+        assert!(r.headers.contains_key("ratelimit-limit"));
+    }
+    s.get("/v1/schema/nope.json", None).await.expect(404, "NOT_FOUND");
+    let llms = s.get("/llms.txt", None).await;
+    assert_eq!(llms.status, 200);
+    assert!(llms.headers["content-type"].to_str().unwrap().starts_with("text/plain"));
+    let text = String::from_utf8(llms.bytes).unwrap();
+    for needle in ["POST /v1/validate", "Credits", "Privacy", "http://meshcheck.test/v1/openapi.json", "deleted"] {
+        assert!(text.contains(needle), "{needle}");
+    }
+    assert_eq!(s.get("/healthz", None).await.ok(200)["status"], "ok");
+    s.get("/v1/nothing", None).await.expect(404, "NOT_FOUND");
+}
+
+/// Every route of the router is in the OpenAPI document and the other way round.
+#[tokio::test]
+async fn openapi_describes_exactly_the_routes() {
+    let s = srv();
+    let (_, key) = s.account("scale");
+    for (method, path, ..) in server::openapi::ROUTES {
+        let concrete = path.replace("{upload_id}", "upl_x").replace("{id}", "x").replace("{name}", "report");
+        let req = Request::builder().method(method.to_uppercase().as_str()).uri(&concrete).header("x-api-key", &key);
+        let r = s.call(req.body(Body::empty()).unwrap()).await;
+        assert!(
+            !(r.status == 404 && r.json["error"]["message"].as_str().unwrap_or("").starts_with("no endpoint")),
+            "{method} {path} is described but not routed"
+        );
+        assert_ne!(r.status, StatusCode::METHOD_NOT_ALLOWED, "{method} {path}");
+    }
+}
+
+// ---------------------------------------------------------------- end to end
+
+struct Running {
+    addr: SocketAddr,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    task: tokio::task::JoinHandle<std::io::Result<()>>,
+}
+
+impl Running {
+    fn url(&self, path: &str) -> String {
+        format!("http://{}{path}", self.addr)
+    }
+    async fn stop(mut self) {
+        if let Some(s) = self.stop.take() {
+            let _ = s.send(());
+        }
+        self.task.await.unwrap().unwrap();
+    }
+}
+
+async fn start(s: &Srv) -> Running {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+    let state = s.state.clone();
+    let task = tokio::spawn(server::serve(listener, state, async move {
+        let _ = rx.await;
+    }));
+    Running { addr, stop: Some(tx), task }
+}
+
+/// A tiny HTTP server on 127.0.0.1 recording webhook POSTs (headers and body).
+async fn webhook_receiver(status: u16) -> (SocketAddr, tokio::sync::mpsc::UnboundedReceiver<(HeaderMap, Vec<u8>)>) {
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    let app = Router::new().route(
+        "/hook",
+        axum::routing::post(move |headers: HeaderMap, body: bytes::Bytes| {
+            let tx = tx.clone();
+            async move {
+                let _ = tx.send((headers, body.to_vec()));
+                StatusCode::from_u16(status).unwrap()
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    (addr, rx)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn e2e_upload_validate_by_blob_and_refetch() {
+    let s = srv();
+    let (_, key) = s.account("free");
+    let run = start(&s).await;
+    let http = reqwest::Client::new();
+    let begin: Value =
+        http.post(run.url("/v1/uploads")).header("x-api-key", &key).send().await.unwrap().json().await.unwrap();
+    let path = begin["upload_url"].as_str().unwrap().strip_prefix("http://meshcheck.test").unwrap();
+    let put = http.put(run.url(path)).header("x-api-key", &key).body(box_glb()).send().await.unwrap();
+    assert_eq!(put.status(), 200);
+    let report: Value = {
+        let r = http
+            .post(run.url("/v1/validate"))
+            .header("x-api-key", &key)
+            .json(&json!({"blob_id": begin["blob_id"]}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 200);
+        assert!(r.headers().contains_key("ratelimit-remaining"));
+        r.json().await.unwrap()
+    };
+    assert_eq!(report["verdict"], "pass");
+    let again: Value = http
+        .get(run.url(&format!("/v1/reports/{}", report["report_id"].as_str().unwrap())))
+        .header("x-api-key", &key)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(again, report);
+    run.stop().await;
+    s.assert_no_blobs();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn e2e_async_job_with_a_signed_webhook() {
+    let (hook_addr, mut hooks) = webhook_receiver(200).await;
+    let s = srv_with(|c| c.allow_exact_targets = vec![hook_addr]);
+    let (_, key) = s.account("studio");
+    let run = start(&s).await;
+    let http = reqwest::Client::new();
+    let glb = big_glb(28_000_000);
+    // Upload (above the multipart cap), then validate by blob: above 20 MB, a job.
+    let begin: Value =
+        http.post(run.url("/v1/uploads")).header("x-api-key", &key).send().await.unwrap().json().await.unwrap();
+    let path = begin["upload_url"].as_str().unwrap().strip_prefix("http://meshcheck.test").unwrap().to_string();
+    assert_eq!(http.put(run.url(&path)).header("x-api-key", &key).body(glb).send().await.unwrap().status(), 200);
+    let webhook_url = format!("http://{hook_addr}/hook");
+    let r = http
+        .post(run.url("/v1/validate"))
+        .header("x-api-key", &key)
+        .json(&json!({"blob_id": begin["blob_id"], "webhook_url": webhook_url}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 202);
+    let env: Value = r.json().await.unwrap();
+    assert_eq!(env["status"], "queued");
+    assert!(env["result"].is_null());
+    let poll = env["poll"].as_str().unwrap().to_string();
+    assert_eq!(poll, format!("/v1/jobs/{}", env["job_id"].as_str().unwrap()));
+    let mut done = Value::Null;
+    for _ in 0..600 {
+        let j: Value = http.get(run.url(&poll)).header("x-api-key", &key).send().await.unwrap().json().await.unwrap();
+        if j["status"] == "done" || j["status"] == "failed" {
+            done = j;
+            break;
+        }
+        assert!(j["result"].is_null());
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert_eq!(done["status"], "done", "{done}");
+    assert_eq!(done["result"]["schema_version"], "1.1");
+    assert!(done["result"]["input"]["bytes"].as_u64().unwrap() >= 28_000_000);
+    // The webhook: once, signed with the account's secret.
+    let (headers, body) =
+        tokio::time::timeout(std::time::Duration::from_secs(30), hooks.recv()).await.unwrap().unwrap();
+    let secret = s.get("/v1/account", Some(&key)).await.json["webhook_secret"].as_str().unwrap().to_string();
+    let id = headers["webhook-id"].to_str().unwrap();
+    let ts: i64 = headers["webhook-timestamp"].to_str().unwrap().parse().unwrap();
+    let sig = headers["webhook-signature"].to_str().unwrap();
+    assert!(server::webhook::verify(&secret, id, ts, sig, &body, s.clock.now(), 300));
+    assert!(!server::webhook::verify("whsec_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA", id, ts, sig, &body, s.clock.now(), 300));
+    let posted: Value = serde_json::from_slice(&body).unwrap();
+    assert_eq!(posted, done);
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    assert!(hooks.try_recv().is_err(), "delivered once");
+    // The report is stored like a synchronous one.
+    let rid = done["result"]["report_id"].as_str().unwrap();
+    assert_eq!(s.get(&format!("/v1/reports/{rid}"), Some(&key)).await.ok(200), &done["result"]);
+    run.stop().await;
+    s.assert_no_blobs();
+    assert_eq!(s.balance(&key).await, 9_999);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn e2e_webhooks_are_retried_under_the_same_id() {
+    let (hook_addr, mut hooks) = webhook_receiver(500).await;
+    let s = srv_with(|c| {
+        c.allow_exact_targets = vec![hook_addr];
+        c.webhook_backoff = std::time::Duration::from_secs(1);
+        c.webhook_attempts = 3;
+    });
+    let (_, key) = s.account("studio");
+    let run = start(&s).await;
+    // An async job that fails (not a model): refunded, and its failure is delivered.
+    let blob = {
+        let http = reqwest::Client::new();
+        let begin: Value =
+            http.post(run.url("/v1/uploads")).header("x-api-key", &key).send().await.unwrap().json().await.unwrap();
+        let path = begin["upload_url"].as_str().unwrap().strip_prefix("http://meshcheck.test").unwrap().to_string();
+        let mut bytes = big_glb(21_000_000);
+        bytes[20..40].copy_from_slice(&[b'x'; 20]);
+        http.put(run.url(&path)).header("x-api-key", &key).body(bytes).send().await.unwrap();
+        begin["blob_id"].as_str().unwrap().to_string()
+    };
+    let r = s
+        .post_json("/v1/validate", &key, json!({"blob_id": blob, "webhook_url": format!("http://{hook_addr}/hook")}))
+        .await;
+    r.ok(202);
+    let mut ids = Vec::new();
+    for _ in 0..3 {
+        let (h, body) = tokio::time::timeout(std::time::Duration::from_secs(20), hooks.recv()).await.unwrap().unwrap();
+        ids.push(h["webhook-id"].to_str().unwrap().to_string());
+        let v: Value = serde_json::from_slice(&body).unwrap();
+        assert_eq!(v["status"], "failed");
+        assert_eq!(v["result"]["error"]["code"], "MALFORMED_GLTF");
+    }
+    assert!(ids.windows(2).all(|w| w[0] == w[1]), "same webhook-id on every attempt");
+    run.stop().await;
+    assert_eq!(s.balance(&key).await, 10_000, "a failed job is refunded");
+    s.assert_no_blobs();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn e2e_restart_recovers_interrupted_jobs() {
+    let tmp = tempfile::tempdir().unwrap();
+    let key;
+    let job_a;
+    let job_b;
+    {
+        // A server whose workers never start a job: two queued jobs, then stop.
+        let s = srv_at(tmp.path(), |c| c.workers = 1);
+        key = s.account("studio").1;
+        let glb = big_glb(21_000_000);
+        let a = upload(&s, &key, glb.clone()).await;
+        let b = upload(&s, &key, glb).await;
+        job_a = s.post_json("/v1/validate", &key, json!({"blob_id": a})).await.ok(202)["job_id"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        job_b = s.post_json("/v1/validate", &key, json!({"blob_id": b})).await.ok(202)["job_id"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        assert_eq!(s.balance(&key).await, 9_998);
+        // Simulate a crash in the middle of both: processing, one of them on its last attempt.
+        let db = rusqlite::Connection::open(tmp.path().join("meshcheck.sqlite")).unwrap();
+        db.execute("UPDATE jobs SET status = 'processing', attempts = 1 WHERE id = ?1", [&job_a]).unwrap();
+        db.execute("UPDATE jobs SET status = 'processing', attempts = 3 WHERE id = ?1", [&job_b]).unwrap();
+        // And a stray blob from an interrupted upload.
+        std::fs::write(tmp.path().join("blobs/blob_stray"), b"partial").unwrap();
+    }
+    let s = srv_at(tmp.path(), |c| c.workers = 1);
+    let run = start(&s).await;
+    let mut status = (String::new(), String::new());
+    for _ in 0..600 {
+        let a = s.get(&format!("/v1/jobs/{job_a}"), Some(&key)).await.json["status"].as_str().unwrap().to_string();
+        let b = s.get(&format!("/v1/jobs/{job_b}"), Some(&key)).await.json["status"].as_str().unwrap().to_string();
+        status = (a, b);
+        if status.0 == "done" {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert_eq!(status, ("done".to_string(), "failed".to_string()));
+    let b = s.get(&format!("/v1/jobs/{job_b}"), Some(&key)).await;
+    assert_eq!(b.json["result"]["error"]["code"], "INTERNAL");
+    assert_eq!(s.balance(&key).await, 9_999, "the failed job was refunded");
+    run.stop().await;
+    s.assert_no_blobs();
+    assert_eq!(s.store.integrity_check().unwrap(), "ok");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn e2e_shutdown_puts_a_running_job_back_and_a_restart_finishes_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let key;
+    let job;
+    {
+        let s = srv_at(tmp.path(), |c| c.shutdown_grace = std::time::Duration::ZERO);
+        key = s.account("studio").1;
+        let blob = upload(&s, &key, big_glb(28_000_000)).await;
+        let run = start(&s).await;
+        job = s.post_json("/v1/validate", &key, json!({"blob_id": blob})).await.ok(202)["job_id"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        // Stop as soon as a worker has it.
+        for _ in 0..200 {
+            if s.get(&format!("/v1/jobs/{job}"), Some(&key)).await.json["status"] != "queued" {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+        }
+        run.stop().await;
+        let st = s.get(&format!("/v1/jobs/{job}"), Some(&key)).await.json["status"].as_str().unwrap().to_string();
+        assert!(st == "queued" || st == "done", "never stuck in processing: {st}");
+    }
+    let s = srv_at(tmp.path(), |_| {});
+    let run = start(&s).await;
+    let mut st = String::new();
+    for _ in 0..600 {
+        st = s.get(&format!("/v1/jobs/{job}"), Some(&key)).await.json["status"].as_str().unwrap().to_string();
+        if st == "done" {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert_eq!(st, "done");
+    run.stop().await;
+    s.assert_no_blobs();
+    assert_eq!(s.balance(&key).await, 9_999, "charged once");
+}
+
+// ---------------------------------------------------------------- url fetch and SSRF
+
+/// A tiny HTTP server: `/asset.glb` serves Box.glb, `/hop` redirects to `target`.
+async fn asset_server(target: String) -> SocketAddr {
+    let app = Router::new().route("/asset.glb", axum::routing::get(|| async { box_glb() })).route(
+        "/hop",
+        axum::routing::get(move || {
+            let t = target.clone();
+            async move { (StatusCode::FOUND, [("location", t)]) }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    addr
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn url_fetches_are_ssrf_guarded() {
+    let inner = asset_server(String::new()).await;
+    let allowed = asset_server(format!("http://127.0.0.1:{}/asset.glb", inner.port())).await;
+    let s = srv_with(|c| c.allow_exact_targets = vec![allowed]);
+    let (_, key) = s.account("scale");
+    // The allowed test server itself works.
+    let r = s.post_json("/v1/validate", &key, json!({"url": format!("http://{allowed}/asset.glb")})).await;
+    assert_eq!(r.ok(200)["input"]["filename"], "asset.glb");
+    let p = inner.port();
+    for url in [
+        format!("http://127.0.0.1:{p}/asset.glb"),
+        format!("http://2130706433:{p}/asset.glb"),
+        format!("http://0x7f000001:{p}/asset.glb"),
+        format!("http://0x7f.1:{p}/asset.glb"),
+        format!("http://0177.0.0.1:{p}/asset.glb"),
+        format!("http://127.1:{p}/asset.glb"),
+        format!("http://[::1]:{p}/asset.glb"),
+        format!("http://[::ffff:127.0.0.1]:{p}/asset.glb"),
+        format!("http://localhost:{p}/asset.glb"),
+        "http://169.254.169.254/latest/meta-data/".to_string(),
+        "http://10.0.0.1/a.glb".to_string(),
+        "http://[fe80::1]/a.glb".to_string(),
+        "http://100.64.0.1/a.glb".to_string(),
+        "http://0.0.0.0/a.glb".to_string(),
+        // A redirect from the allowed server into loopback.
+        format!("http://{allowed}/hop"),
+        "ftp://example.com/a.glb".to_string(),
+        "file:///etc/passwd".to_string(),
+    ] {
+        let r = s.post_json("/v1/validate", &key, json!({"url": url})).await;
+        r.expect(422, "FETCH_FAILED");
+        assert_eq!(r.json["error"]["detail"]["field"], "url", "{url}");
+    }
+    // A webhook target is guarded the same way (async calls).
+    assert_eq!(s.balance(&key).await, 39_999);
+    s.assert_no_blobs();
+}
