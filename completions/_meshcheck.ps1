@@ -106,6 +106,7 @@ Register-ArgumentCompleter -Native -CommandName 'meshcheck' -ScriptBlock {
             [CompletionResult]::new('--addr', '--addr', [CompletionResultType]::ParameterName, 'Address to listen on [default: 127.0.0.1:8080]')
             [CompletionResult]::new('--data-dir', '--data-dir', [CompletionResultType]::ParameterName, 'Folder for the database and the transient blobs [default: ./meshcheck-data]')
             [CompletionResult]::new('--base-url', '--base-url', [CompletionResultType]::ParameterName, 'Public base URL, used in upload URLs [default: http://ADDR]')
+            [CompletionResult]::new('--fetch-allow-hosts', '--fetch-allow-hosts', [CompletionResultType]::ParameterName, 'Fetch `url` inputs only from these hosts (comma-separated; every redirect hop is checked). An empty value turns url fetching off')
             [CompletionResult]::new('--workers', '--workers', [CompletionResultType]::ParameterName, 'Job workers [default: the number of cores]')
             [CompletionResult]::new('--log-format', '--log-format', [CompletionResultType]::ParameterName, 'Log format [default: text]')
             [CompletionResult]::new('--allow-private-targets', '--allow-private-targets', [CompletionResultType]::ParameterName, 'Let `url` fetches and webhooks reach loopback and private addresses (tests and closed networks only; logged as a warning)')

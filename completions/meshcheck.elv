@@ -97,6 +97,7 @@ set edit:completion:arg-completer[meshcheck] = {|@words|
             cand --addr 'Address to listen on [default: 127.0.0.1:8080]'
             cand --data-dir 'Folder for the database and the transient blobs [default: ./meshcheck-data]'
             cand --base-url 'Public base URL, used in upload URLs [default: http://ADDR]'
+            cand --fetch-allow-hosts 'Fetch `url` inputs only from these hosts (comma-separated; every redirect hop is checked). An empty value turns url fetching off'
             cand --workers 'Job workers [default: the number of cores]'
             cand --log-format 'Log format [default: text]'
             cand --allow-private-targets 'Let `url` fetches and webhooks reach loopback and private addresses (tests and closed networks only; logged as a warning)'

@@ -84,6 +84,7 @@ complete -c meshcheck -n "__fish_meshcheck_using_subcommand inspect" -s V -l ver
 complete -c meshcheck -n "__fish_meshcheck_using_subcommand serve" -l addr -d 'Address to listen on [default: 127.0.0.1:8080]' -r
 complete -c meshcheck -n "__fish_meshcheck_using_subcommand serve" -l data-dir -d 'Folder for the database and the transient blobs [default: ./meshcheck-data]' -r -F
 complete -c meshcheck -n "__fish_meshcheck_using_subcommand serve" -l base-url -d 'Public base URL, used in upload URLs [default: http://ADDR]' -r
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand serve" -l fetch-allow-hosts -d 'Fetch `url` inputs only from these hosts (comma-separated; every redirect hop is checked). An empty value turns url fetching off' -r
 complete -c meshcheck -n "__fish_meshcheck_using_subcommand serve" -l workers -d 'Job workers [default: the number of cores]' -r
 complete -c meshcheck -n "__fish_meshcheck_using_subcommand serve" -l log-format -d 'Log format [default: text]' -r -f -a "text\t'One human-readable line per event'
 json\t'One JSON object per event'"

@@ -861,3 +861,93 @@ async fn url_fetches_are_ssrf_guarded() {
     assert_eq!(s.balance(&key).await, 39_999);
     s.assert_no_blobs();
 }
+
+// ---------------------------------------------------------------- the binary
+
+/// `meshcheck accounts`, `keys` and `serve` as a user runs them: the key is
+/// printed once, the server announces its address, serves, stops cleanly on
+/// SIGTERM, and its logs hold neither the key nor the file's bytes.
+#[test]
+fn the_binary_serves_until_sigterm_and_logs_no_secrets() {
+    use std::io::BufRead;
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().to_str().unwrap();
+    let out = crate::util::run(&[
+        "accounts",
+        "create",
+        "--plan",
+        "indie",
+        "--email",
+        "a@example.com",
+        "--json",
+        "--data-dir",
+        dir,
+    ]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let created: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let key = created["api_key"].as_str().unwrap().to_string();
+    assert!(key.starts_with("mk_live_") && key.len() == 40);
+    let list = crate::util::run(&["accounts", "list", "--data-dir", dir]);
+    let listed = String::from_utf8(list.stdout).unwrap();
+    assert!(listed.contains(created["account_id"].as_str().unwrap()) && listed.contains("indie"));
+    assert!(!listed.contains(&key), "keys are never shown again");
+    let second =
+        crate::util::run(&["keys", "create", "--account", created["account_id"].as_str().unwrap(), "--data-dir", dir]);
+    let key2 = String::from_utf8(second.stdout).unwrap().trim().to_string();
+    assert!(key2.starts_with("mk_live_"));
+    assert!(crate::util::run(&["keys", "revoke", &key2[..12], "--data-dir", dir]).status.success());
+    assert_eq!(crate::util::run(&["keys", "revoke", &key2, "--data-dir", dir]).status.code(), Some(2));
+
+    let mut child = crate::util::bin()
+        .args(["serve", "--addr", "127.0.0.1:0", "--data-dir", dir, "--log-format", "json"])
+        .env("MESHCHECK_LOG", "info")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel::<String>();
+    let reader = std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stderr).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    let mut logs = Vec::new();
+    let addr = loop {
+        let line = rx.recv_timeout(std::time::Duration::from_secs(60)).expect("the server announces its address");
+        logs.push(line.clone());
+        if let Ok(v) = serde_json::from_str::<Value>(&line)
+            && v["fields"]["message"] == "meshcheck serve listening"
+        {
+            break v["fields"]["addr"].as_str().unwrap().to_string();
+        }
+    };
+    let http = reqwest::blocking::Client::new();
+    let account = http.get(format!("http://{addr}/v1/account")).header("x-api-key", &key).send().unwrap();
+    assert_eq!(account.status(), 200);
+    let revoked = http.get(format!("http://{addr}/v1/account")).header("x-api-key", &key2).send().unwrap();
+    assert_eq!(revoked.status(), 401);
+    let glb = box_glb();
+    let (ctype, body) = multipart(&glb, &[]);
+    let r = http
+        .post(format!("http://{addr}/v1/validate"))
+        .header("x-api-key", &key)
+        .header("content-type", ctype)
+        .body(body)
+        .send()
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    // SAFETY: signalling our own child process.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let status = child.wait().unwrap();
+    assert!(status.success(), "clean exit on SIGTERM: {status:?}");
+    reader.join().unwrap();
+    logs.extend(rx.try_iter());
+    let all = logs.join("\n");
+    assert!(all.contains("\"request_id\""), "requests are logged with ids");
+    assert!(all.contains("/v1/validate"));
+    assert!(!all.contains(&key) && !all.contains(&key2) && !all.contains("mk_live_"), "no key in the logs");
+    assert!(!all.contains("whsec_"), "no webhook secret in the logs");
+    assert!(std::fs::read_dir(tmp.path().join("blobs")).unwrap().next().is_none());
+}

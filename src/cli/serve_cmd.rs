@@ -2,9 +2,11 @@
 //!
 //! Settings come from the flags, else the environment (`MESHCHECK_ADDR`,
 //! `MESHCHECK_DATA_DIR`, `MESHCHECK_BASE_URL`,
-//! `MESHCHECK_ALLOW_PRIVATE_TARGETS`, `MESHCHECK_LOG_FORMAT`), else the
+//! `MESHCHECK_ALLOW_PRIVATE_TARGETS`, `MESHCHECK_FETCH_ALLOW_HOSTS`,
+//! `MESHCHECK_LOG_FORMAT`), else the
 //! `[serve]` table of the config file (`addr`, `data_dir`, `base_url`,
-//! `allow_private_targets`, `workers`, `log_format`), else the defaults.
+//! `allow_private_targets`, `fetch_allow_hosts`, `workers`, `log_format`),
+//! else the defaults.
 
 use crate::error::{Error, Result};
 use crate::server::{self, plan};
@@ -38,6 +40,10 @@ pub struct ServeArgs {
     /// (tests and closed networks only; logged as a warning).
     #[arg(long, env = "MESHCHECK_ALLOW_PRIVATE_TARGETS")]
     pub allow_private_targets: bool,
+    /// Fetch `url` inputs only from these hosts (comma-separated; every
+    /// redirect hop is checked). An empty value turns url fetching off.
+    #[arg(long, env = "MESHCHECK_FETCH_ALLOW_HOSTS", value_name = "HOSTS")]
+    pub fetch_allow_hosts: Option<String>,
     /// Job workers [default: the number of cores].
     #[arg(long, value_name = "N")]
     pub workers: Option<usize>,
@@ -55,6 +61,7 @@ struct FileServe {
     allow_private_targets: Option<bool>,
     workers: Option<usize>,
     log_format: Option<LogFormat>,
+    fetch_allow_hosts: Option<Vec<String>>,
 }
 
 fn file_settings() -> Result<FileServe> {
@@ -231,6 +238,10 @@ pub fn serve(args: ServeArgs) -> Result<i32> {
         let base_url = args.base_url.or(file.base_url).unwrap_or_else(|| format!("http://{local}"));
         let mut config = server::Config::new(data_dir, &base_url);
         config.allow_private_targets = args.allow_private_targets || file.allow_private_targets.unwrap_or(false);
+        config.fetch_allow_hosts = match args.fetch_allow_hosts {
+            Some(list) => Some(list.split(',').map(str::trim).filter(|h| !h.is_empty()).map(str::to_string).collect()),
+            None => file.fetch_allow_hosts,
+        };
         if let Some(w) = args.workers.or(file.workers) {
             config.workers = w.max(1);
         }

@@ -175,6 +175,10 @@ pub struct Policy {
     /// IP is not public, e.g. a test server on `127.0.0.1:PORT`. Applies to
     /// literal IP hosts and to resolved names alike.
     pub allow_exact: Vec<SocketAddr>,
+    /// When set, only these host names (or IP literals, as the URL writes
+    /// them) may be fetched, on every hop; checked before any lookup. An
+    /// empty list refuses every URL.
+    pub allow_hosts: Option<Vec<String>>,
 }
 
 impl Policy {
@@ -286,6 +290,8 @@ pub enum FetchError {
     InvalidHeader(String),
     #[error("network error: {0}")]
     Network(String),
+    #[error("this server does not fetch from {0:?} (its url allow-list)")]
+    HostNotAllowed(String),
 }
 
 /// `error: source: source…`, skipping repeated messages.
@@ -467,6 +473,12 @@ impl Fetcher {
     /// Returns the checked addresses (with the URL's port) to pin the connection to.
     async fn resolve_checked(&self, url: &Url) -> Result<Vec<SocketAddr>, FetchError> {
         validate_url(url)?;
+        if let Some(allowed) = &self.policy.allow_hosts {
+            let host = url.host_str().unwrap_or("").trim_start_matches('[').trim_end_matches(']');
+            if !allowed.iter().any(|a| a.trim_start_matches('[').trim_end_matches(']').eq_ignore_ascii_case(host)) {
+                return Err(FetchError::HostNotAllowed(host.to_string()));
+            }
+        }
         let port = url.port_or_known_default().ok_or_else(|| FetchError::BadUrl("the URL has no port".into()))?;
         let (host, answers) = match url.host() {
             None => return Err(FetchError::BadUrl("the URL has no host".into())),
@@ -671,7 +683,7 @@ mod tests {
     }
 
     fn allow(addr: SocketAddr) -> Policy {
-        Policy { allow_private: false, allow_exact: vec![addr] }
+        Policy { allow_private: false, allow_exact: vec![addr], allow_hosts: None }
     }
 
     /// Answers call N with `answers[min(N, len - 1)]` and counts calls.
@@ -968,7 +980,7 @@ mod tests {
     #[tokio::test]
     async fn allow_private_switches_the_guard_off() {
         let (a, _) = counting_server().await;
-        let f = Fetcher::new(Policy { allow_private: true, allow_exact: vec![] });
+        let f = Fetcher::new(Policy { allow_private: true, allow_exact: vec![], allow_hosts: None });
         assert_eq!(f.get(&format!("http://127.0.0.1:{}/", a.port()), MAX, T).await.unwrap(), b"hit");
         assert_eq!(f.get(&format!("http://2130706433:{}/", a.port()), MAX, T).await.unwrap(), b"hit");
         f.check_url("http://10.0.0.1/").await.unwrap();
@@ -1105,7 +1117,10 @@ mod tests {
     #[tokio::test]
     async fn bad_urls_are_refused() {
         let resolver = StaticResolver::new().with("example.com", ["93.184.216.34".parse().unwrap()]);
-        let f = Fetcher::with_resolver(Policy { allow_private: true, allow_exact: vec![] }, Arc::new(resolver));
+        let f = Fetcher::with_resolver(
+            Policy { allow_private: true, allow_exact: vec![], allow_hosts: None },
+            Arc::new(resolver),
+        );
         let long = format!("http://example.com/{}", "a".repeat(MAX_URL_LEN));
         for url in [
             "ftp://example.com/model.gltf",
@@ -1265,5 +1280,20 @@ mod tests {
         assert!(msg.starts_with("network error: could not connect"), "{msg}");
         assert!(!msg.contains("127.0.0.1:"), "URL should not be repeated: {msg}");
         assert!(msg.to_ascii_lowercase().contains("refused"), "{msg}");
+    }
+
+    #[tokio::test]
+    async fn the_host_allow_list_is_checked_on_every_hop_before_any_lookup() {
+        let target = serve(|_| ok("model")).await;
+        let hop = serve(move |_| redirect(302, &format!("http://127.0.0.2:{}/", target.port()))).await;
+        let policy = Policy { allow_private: true, allow_exact: vec![], allow_hosts: Some(vec!["127.0.0.1".into()]) };
+        let f = Fetcher::new(policy);
+        assert_eq!(f.get(&format!("http://{target}/"), 1 << 20, Duration::from_secs(5)).await.unwrap(), b"model");
+        let err = f.get(&format!("http://{hop}/"), 1 << 20, Duration::from_secs(5)).await.unwrap_err();
+        assert!(matches!(err, FetchError::HostNotAllowed(ref h) if h == "127.0.0.2"), "{err:?}");
+        let err = f.get("http://never-resolved.invalid/", 1 << 20, Duration::from_secs(5)).await.unwrap_err();
+        assert!(matches!(err, FetchError::HostNotAllowed(_)), "{err:?}");
+        let none = Fetcher::new(Policy { allow_hosts: Some(vec![]), ..Policy::default() });
+        assert!(matches!(none.check_url("https://example.com/").await, Err(FetchError::HostNotAllowed(_))));
     }
 }

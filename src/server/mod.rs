@@ -66,6 +66,9 @@ pub struct Config {
     pub fetch_max_bytes: u64,
     /// The `url` fetch timeout (all redirects and the body included).
     pub fetch_timeout: Duration,
+    /// When set, `url` may only name these hosts (every redirect hop
+    /// included); an empty list turns `url` fetching off.
+    pub fetch_allow_hosts: Option<Vec<String>>,
     /// Requests per minute per client IP on the public routes.
     pub public_per_min: u64,
     /// Report retention, seconds.
@@ -98,6 +101,7 @@ impl Config {
             multipart_max_bytes: 4_500_000,
             fetch_max_bytes: 25 * MB,
             fetch_timeout: Duration::from_secs(10),
+            fetch_allow_hosts: None,
             public_per_min: 60,
             report_ttl_s: 30 * 86_400,
             upload_ttl_s: 86_400,
@@ -127,8 +131,10 @@ pub struct Inner {
     pub limiter: ratelimit::Limiter,
     /// Bounds engine runs (validation) to `engine_slots` at once.
     pub engine_slots: Arc<Semaphore>,
-    /// The SSRF-guarded client.
+    /// The SSRF-guarded client for `url` (with the host allow-list, if any).
     pub fetcher: fetch::Fetcher,
+    /// The SSRF-guarded client for webhooks.
+    pub webhook_fetcher: fetch::Fetcher,
     /// The warm reference-validator pool for SPEC-001.
     pub validator: Option<Arc<Validator>>,
     /// Wakes the job workers.
@@ -158,10 +164,13 @@ impl AppState {
         let policy = fetch::Policy {
             allow_private: config.allow_private_targets,
             allow_exact: config.allow_exact_targets.clone(),
+            allow_hosts: None,
         };
+        let url_policy = fetch::Policy { allow_hosts: config.fetch_allow_hosts.clone(), ..policy.clone() };
         AppState(Arc::new(Inner {
             engine_slots: Arc::new(Semaphore::new(config.engine_slots.max(1))),
-            fetcher: fetch::Fetcher::new(policy),
+            fetcher: fetch::Fetcher::new(url_policy),
+            webhook_fetcher: fetch::Fetcher::new(policy),
             limiter: ratelimit::Limiter::default(),
             job_wake: Notify::new(),
             webhook_wake: Notify::new(),

@@ -166,19 +166,14 @@ fn options_properties(multipart: bool) -> Map<String, Value> {
             "overrides".into(),
             json!({"type": "string", "description": "A JSON object of budget overrides (key to number)."}),
         );
-        p.insert("screenshots".into(), json!({"type": "boolean", "default": false}));
-        p.insert(
-            "weld_tolerance".into(),
-            json!({"type": "number", "minimum": 0, "description": "Weld tolerance in metres."}),
-        );
     } else {
         p.insert("overrides".into(), overrides);
-        p.insert("screenshots".into(), json!({"type": "boolean", "default": false}));
-        p.insert(
-            "weld_tolerance".into(),
-            json!({"type": "number", "minimum": 0, "description": "Weld tolerance in metres."}),
-        );
     }
+    p.insert("screenshots".into(), json!({"type": "boolean", "default": false, "description": "Asks for the full-mode stills with the report. Accepted; this version does not store stills yet, so reports carry no screenshots."}));
+    p.insert(
+        "weld_tolerance".into(),
+        json!({"type": "number", "minimum": 0, "maximum": 1, "description": "Weld tolerance in metres (0 to 1)."}),
+    );
     p.insert(
         "webhook_url".into(),
         json!({"type": "string", "format": "uri", "description": "Async calls only: where the finished job is POSTed (signed)."}),
