@@ -263,7 +263,11 @@ pub fn serve(args: ServeArgs) -> Result<i32> {
 fn init_logging(format: LogFormat) {
     let filter = tracing_subscriber::EnvFilter::try_from_env("MESHCHECK_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    use std::io::IsTerminal;
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none());
     let _ = match format {
         LogFormat::Json => builder.json().try_init(),
         LogFormat::Text => builder.try_init(),
