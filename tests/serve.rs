@@ -283,6 +283,10 @@ async fn bad_requests_are_refused_before_any_charge() {
     let mut broken = glb.clone();
     broken.truncate(200);
     s.post_file(&key, &broken, &[]).await.expect(422, "MALFORMED_GLTF");
+    // A zip bundle whose .gltf names a missing .bin.
+    let files = Doc::single(testkit::cube(1.0)).to_gltf_files("m");
+    let gltf_only: Vec<(String, Vec<u8>)> = files.into_iter().filter(|(n, _)| n.ends_with(".gltf")).collect();
+    s.post_file(&key, &testkit::zip(&gltf_only), &[]).await.expect(422, "BUNDLE_INCOMPLETE");
     // Unknown blob.
     s.post_json("/v1/validate", &key, json!({"blob_id": "blob_nope"})).await.expect(404, "NOT_FOUND");
     assert_eq!(s.balance(&key).await, 40_000);
@@ -329,6 +333,11 @@ async fn rate_limits_exhaust_and_recover() {
     assert_eq!(r.headers["retry-after"], "6");
     assert_eq!(r.json["error"]["detail"]["retry_after_s"], 6);
     assert_eq!(r.headers["ratelimit-remaining"], "0");
+    // Every authenticated route shares the key's bucket.
+    s.post_file(&key, &box_glb(), &[]).await.expect(429, "RATE_LIMITED");
+    s.call(Request::post("/v1/uploads").header("x-api-key", &key).body(Body::empty()).unwrap())
+        .await
+        .expect(429, "RATE_LIMITED");
     s.clock.advance(6);
     s.get("/v1/account", Some(&key)).await.ok(200);
     s.get("/v1/account", Some(&key)).await.expect(429, "RATE_LIMITED");

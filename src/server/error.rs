@@ -71,3 +71,18 @@ impl IntoResponse for ApiError {
 
 /// Handler results.
 pub type ApiResult<T> = std::result::Result<T, ApiError>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn internal_errors_hide_their_cause() {
+        let e = Error::internal("database: disk I/O error at /var/lib/secret.sqlite");
+        let env = public_envelope(&e);
+        assert_eq!(env["error"]["code"], "INTERNAL");
+        assert!(!env.to_string().contains("secret"));
+        let e = Error::bad_request("profile `x` is unknown").with_detail(serde_json::json!({"field": "profile"}));
+        assert_eq!(public_envelope(&e), e.envelope());
+    }
+}
