@@ -319,6 +319,30 @@ async fn credits_run_out_with_402_and_the_ledger_explains_the_balance() {
     s.assert_no_blobs();
 }
 
+/// A server fault after the charge (here the database refusing to store the
+/// report) is answered 500 INTERNAL without its cause, and refunded.
+#[tokio::test]
+async fn a_server_fault_after_the_charge_is_refunded_and_hidden() {
+    let s = srv();
+    let (id, key) = s.account("free");
+    let db = rusqlite::Connection::open(s.dir.join("meshcheck.sqlite")).unwrap();
+    db.execute_batch(
+        "CREATE TRIGGER fail_reports BEFORE INSERT ON reports BEGIN SELECT RAISE(ABORT, 'simulated fault at /srv/secret'); END;",
+    )
+    .unwrap();
+    let r = s.post_file(&key, &box_glb(), &[]).await;
+    r.expect(500, "INTERNAL");
+    assert!(!r.json.to_string().contains("secret"), "the cause stays in the log: {}", r.json);
+    assert_eq!(s.balance(&key).await, 300);
+    let created = s.store.account(&id).unwrap().unwrap().created_at;
+    let rows: Vec<i64> = s.store.ledger(&id, created).unwrap().iter().map(|r| r.1).collect();
+    assert_eq!(rows, vec![1, -1], "charged once the input loaded, then refunded");
+    db.execute_batch("DROP TRIGGER fail_reports;").unwrap();
+    s.post_file(&key, &box_glb(), &[]).await.ok(200);
+    assert_eq!(s.balance(&key).await, 299);
+    s.assert_no_blobs();
+}
+
 #[tokio::test]
 async fn rate_limits_exhaust_and_recover() {
     let s = srv();
