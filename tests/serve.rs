@@ -588,7 +588,36 @@ async fn start(s: &Srv) -> Running {
     let task = tokio::spawn(server::serve(listener, state, async move {
         let _ = rx.await;
     }));
+    // serve() recovers (requeues jobs, sweeps orphaned blobs) before it
+    // accepts: wait for /healthz so in-process calls cannot race the sweep.
+    let http = reqwest::Client::new();
+    for _ in 0..500 {
+        if http.get(format!("http://{addr}/healthz")).send().await.is_ok_and(|r| r.status() == 200) {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
     Running { addr, stop: Some(tx), task }
+}
+
+/// A job's status straight from the store (polling over HTTP would spend the
+/// key's rate limit).
+fn job_status(s: &Srv, key: &str, job: &str) -> String {
+    let account = s.store.account_for_key(key).unwrap().unwrap();
+    s.store.job(job, &account.id).unwrap().unwrap().status
+}
+
+/// Waits (up to 60 s) until `done(status)`; returns the last status.
+async fn wait_job(s: &Srv, key: &str, job: &str, done: impl Fn(&str) -> bool) -> String {
+    let mut st = String::new();
+    for _ in 0..600 {
+        st = job_status(s, key, job);
+        if done(&st) {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    st
 }
 
 /// A tiny HTTP server on 127.0.0.1 recording webhook POSTs (headers and body).
@@ -675,16 +704,9 @@ async fn e2e_async_job_with_a_signed_webhook() {
     assert!(env["result"].is_null());
     let poll = env["poll"].as_str().unwrap().to_string();
     assert_eq!(poll, format!("/v1/jobs/{}", env["job_id"].as_str().unwrap()));
-    let mut done = Value::Null;
-    for _ in 0..600 {
-        let j: Value = http.get(run.url(&poll)).header("x-api-key", &key).send().await.unwrap().json().await.unwrap();
-        if j["status"] == "done" || j["status"] == "failed" {
-            done = j;
-            break;
-        }
-        assert!(j["result"].is_null());
-        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-    }
+    let job_id = env["job_id"].as_str().unwrap().to_string();
+    wait_job(&s, &key, &job_id, |st| st == "done" || st == "failed").await;
+    let done: Value = http.get(run.url(&poll)).header("x-api-key", &key).send().await.unwrap().json().await.unwrap();
     assert_eq!(done["status"], "done", "{done}");
     assert_eq!(done["result"]["schema_version"], "1.1");
     assert!(done["result"]["input"]["bytes"].as_u64().unwrap() >= 28_000_000);
@@ -779,16 +801,9 @@ async fn e2e_restart_recovers_interrupted_jobs() {
     }
     let s = srv_at(tmp.path(), |c| c.workers = 1);
     let run = start(&s).await;
-    let mut status = (String::new(), String::new());
-    for _ in 0..600 {
-        let a = s.get(&format!("/v1/jobs/{job_a}"), Some(&key)).await.json["status"].as_str().unwrap().to_string();
-        let b = s.get(&format!("/v1/jobs/{job_b}"), Some(&key)).await.json["status"].as_str().unwrap().to_string();
-        status = (a, b);
-        if status.0 == "done" {
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-    }
+    let a = wait_job(&s, &key, &job_a, |st| st == "done" || st == "failed").await;
+    let b = wait_job(&s, &key, &job_b, |st| st == "done" || st == "failed").await;
+    let status = (a, b);
     assert_eq!(status, ("done".to_string(), "failed".to_string()));
     let b = s.get(&format!("/v1/jobs/{job_b}"), Some(&key)).await;
     assert_eq!(b.json["result"]["error"]["code"], "INTERNAL");
@@ -813,26 +828,14 @@ async fn e2e_shutdown_puts_a_running_job_back_and_a_restart_finishes_it() {
             .unwrap()
             .to_string();
         // Stop as soon as a worker has it.
-        for _ in 0..200 {
-            if s.get(&format!("/v1/jobs/{job}"), Some(&key)).await.json["status"] != "queued" {
-                break;
-            }
-            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
-        }
+        wait_job(&s, &key, &job, |st| st != "queued").await;
         run.stop().await;
-        let st = s.get(&format!("/v1/jobs/{job}"), Some(&key)).await.json["status"].as_str().unwrap().to_string();
+        let st = job_status(&s, &key, &job);
         assert!(st == "queued" || st == "done", "never stuck in processing: {st}");
     }
     let s = srv_at(tmp.path(), |_| {});
     let run = start(&s).await;
-    let mut st = String::new();
-    for _ in 0..600 {
-        st = s.get(&format!("/v1/jobs/{job}"), Some(&key)).await.json["status"].as_str().unwrap().to_string();
-        if st == "done" {
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-    }
+    let st = wait_job(&s, &key, &job, |st| st == "done" || st == "failed").await;
     assert_eq!(st, "done");
     run.stop().await;
     s.assert_no_blobs();
