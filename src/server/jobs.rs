@@ -107,9 +107,10 @@ pub fn recover(state: &AppState) {
     let now = state.clock.now();
     match state.store.interrupted_jobs() {
         Ok(jobs) => {
+            // One listing of the blob folder, not one per job.
+            let present = state.blobs.ids().unwrap_or_default();
             for job in jobs {
-                let input_ok =
-                    job.input.as_deref().is_some_and(|b| state.blobs.ids().is_ok_and(|ids| ids.iter().any(|i| i == b)));
+                let input_ok = job.input.as_deref().is_some_and(|b| present.iter().any(|i| i == b));
                 if job.attempts >= MAX_ATTEMPTS || !input_ok {
                     let why = if input_ok { "the job was interrupted three times" } else { "the job's input was lost" };
                     tracing::warn!(job = %job.id, why, "failing an interrupted job");
@@ -220,17 +221,11 @@ async fn run_job(state: &AppState, job: Job) {
         let bytes = st.blobs.read(&input).map_err(|e| Error::internal(format!("reading job input: {e}")))?;
         let opts = params.options(st.validator.clone())?;
         let input = crate::asset::Input::from_bytes(params.filename.clone(), bytes);
-        let (mut report, _) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let (report, _) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             crate::engine::validate_with_stills(input, &opts)
         }))
         .unwrap_or_else(|_| Err(Error::internal("the engine panicked")))?;
-        let now = st.clock.now();
-        let report_id = random_id("rpt_", 24);
-        report.report_id = Some(report_id.clone());
-        report.expires_at = Some(super::clock::rfc3339(now + st.config.report_ttl_s));
-        let body = serde_json::to_string(&report).map_err(|e| Error::internal(e.to_string()))?;
-        st.store.put_report(&report_id, &account_id, now, now + st.config.report_ttl_s, &body)?;
-        Ok(body)
+        super::validate::store_report(&st, &account_id, &random_id("rpt_", 24), report, st.clock.now())
     });
     tokio::pin!(work);
     let mut stopping = state.stopping.subscribe();

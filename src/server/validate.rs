@@ -466,15 +466,7 @@ pub async fn run_sync(state: &AppState, caller: &Caller, params: Params, loaded:
             }))
             .unwrap_or_else(|_| Err(Error::internal("the engine panicked")));
             drop(blob);
-            let finish = || -> crate::error::Result<String> {
-                let (mut report, _stills) = result?;
-                report.report_id = Some(report_id.clone());
-                report.expires_at = Some(super::clock::rfc3339(now + st.config.report_ttl_s));
-                let body = serde_json::to_string(&report).map_err(|e| Error::internal(e.to_string()))?;
-                st.store.put_report(&report_id, &account.id, now, now + st.config.report_ttl_s, &body)?;
-                Ok(body)
-            };
-            let out = finish();
+            let out = result.and_then(|(report, _stills)| store_report(&st, &account.id, &report_id, report, now));
             if let Err(e) = &out
                 && charged.load(std::sync::atomic::Ordering::SeqCst)
                 && is_server_fault(e.code)
@@ -486,6 +478,23 @@ pub async fn run_sync(state: &AppState, caller: &Caller, params: Params, loaded:
         })
         .await??;
     Ok(out)
+}
+
+/// Stamps a report with its id and expiry, stores it for the account and
+/// returns its JSON: the one path by which sync calls and jobs keep reports.
+pub fn store_report(
+    st: &AppState,
+    account_id: &str,
+    report_id: &str,
+    mut report: crate::report::Report,
+    now: i64,
+) -> crate::error::Result<String> {
+    let expires = now + st.config.report_ttl_s;
+    report.report_id = Some(report_id.to_string());
+    report.expires_at = Some(super::clock::rfc3339(expires));
+    let body = serde_json::to_string(&report).map_err(|e| Error::internal(e.to_string()))?;
+    st.store.put_report(report_id, account_id, now, expires, &body)?;
+    Ok(body)
 }
 
 /// 402 INSUFFICIENT_CREDITS with `{balance, required}`.

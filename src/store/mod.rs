@@ -230,8 +230,6 @@ pub trait Store: Send + Sync {
     fn due_deliveries(&self, now: i64, limit: usize) -> Result<Vec<Delivery>>;
     /// Records an attempt: the new state, attempts, next due time and HTTP status.
     fn update_delivery(&self, id: &str, state: &str, attempts: i64, next_at: i64, status: Option<i64>) -> Result<()>;
-    /// The deliveries of a job.
-    fn deliveries_of(&self, job_id: &str) -> Result<Vec<Delivery>>;
 }
 
 /// The transient bytes of uploads and queued jobs. Nothing here outlives its

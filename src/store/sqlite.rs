@@ -544,14 +544,6 @@ impl Store for SqliteStore {
             .map(|_| ())
             .map_err(db_error)
     }
-
-    fn deliveries_of(&self, job_id: &str) -> Result<Vec<Delivery>> {
-        let conn = self.conn();
-        let mut st = conn
-            .prepare(&format!("SELECT {DELIVERY_COLS} FROM webhook_deliveries WHERE job_id = ?1 ORDER BY created_at"))
-            .map_err(db_error)?;
-        st.query_map([job_id], delivery_row).map_err(db_error)?.collect::<rusqlite::Result<_>>().map_err(db_error)
-    }
 }
 
 fn used(conn: &Connection, account_id: &str, period: i64) -> Result<i64> {
