@@ -402,10 +402,18 @@ pub struct RenderOutput {
 
 /// Renders one input: the engine behind `meshcheck render` and POST /v1/render.
 pub fn render(input: Input, job: &RenderJob) -> Result<RenderOutput> {
+    render_gated(input, job, &|| Ok(()))
+}
+
+/// [`render`] with a gate called once the request is checked and the input
+/// has loaded, before the renderer starts (the service charges there, so a
+/// renderer failure after it is refunded as RENDER_FAILED).
+pub fn render_gated(input: Input, job: &RenderJob, gate: &dyn Fn() -> Result<()>) -> Result<RenderOutput> {
     job.check()?;
-    let renderer = crate::render::Renderer::shared()?;
     let opened = asset::open(input)?;
     let asset = asset::load_opened_with(&opened, asset::LoadOptions { keep_images: true })?;
+    gate()?;
+    let renderer = crate::render::Renderer::shared()?;
     let started = std::time::Instant::now();
     let rendered = renderer.render(&asset, &job.request)?;
     let gif = match &job.turntable {
@@ -418,6 +426,7 @@ pub fn render(input: Input, job: &RenderJob) -> Result<RenderOutput> {
         schema_version: report::SCHEMA_VERSION.into(),
         render_id: None,
         created_at: now_rfc3339(),
+        expires_at: None,
         input: asset.info.clone(),
         options: report::RenderOptions {
             angles: job.request.angles.clone(),

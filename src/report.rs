@@ -112,6 +112,8 @@ pub struct RenderReport {
     pub render_id: Option<String>,
     /// When the render was made, RFC 3339 UTC.
     pub created_at: String,
+    /// When the render and its stills are deleted (service only; null in the CLI).
+    pub expires_at: Option<String>,
     /// What was rendered.
     pub input: InputInfo,
     /// The request as applied.

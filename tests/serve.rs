@@ -20,34 +20,35 @@ use std::sync::Arc;
 use tower::ServiceExt;
 
 /// A server's state over a data folder, with a clock the test can move.
-struct Srv {
-    state: AppState,
-    clock: Arc<SystemClock>,
-    store: Arc<SqliteStore>,
-    dir: PathBuf,
+pub(crate) struct Srv {
+    pub(crate) state: AppState,
+    pub(crate) clock: Arc<SystemClock>,
+    pub(crate) store: Arc<SqliteStore>,
+    pub(crate) dir: PathBuf,
     _tmp: Option<tempfile::TempDir>,
 }
 
-fn validator() -> Option<Arc<meshcheck::validator::Validator>> {
+pub(crate) fn validator() -> Option<Arc<meshcheck::validator::Validator>> {
     Some(meshcheck::validator::Validator::global().expect("the reference validator (npm ci) is installed"))
 }
 
-fn srv_at(dir: &Path, tweak: impl FnOnce(&mut Config)) -> Srv {
+pub(crate) fn srv_at(dir: &Path, tweak: impl FnOnce(&mut Config)) -> Srv {
     let mut config = Config::new(dir.to_path_buf(), "http://meshcheck.test");
     config.workers = 1;
     tweak(&mut config);
     let store = Arc::new(SqliteStore::open(&dir.join("meshcheck.sqlite")).unwrap());
     let blobs = Arc::new(DirBlobs::new(dir.join("blobs")).unwrap());
     let clock = Arc::new(SystemClock::new());
-    let state = AppState::with_parts(config, store.clone(), blobs, clock.clone(), validator());
+    let shots = Arc::new(DirBlobs::new(dir.join("screenshots")).unwrap());
+    let state = AppState::with_parts(config, store.clone(), blobs, shots, clock.clone(), validator()).unwrap();
     Srv { state, clock, store, dir: dir.to_path_buf(), _tmp: None }
 }
 
-fn srv() -> Srv {
+pub(crate) fn srv() -> Srv {
     srv_with(|_| {})
 }
 
-fn srv_with(tweak: impl FnOnce(&mut Config)) -> Srv {
+pub(crate) fn srv_with(tweak: impl FnOnce(&mut Config)) -> Srv {
     let tmp = tempfile::tempdir().unwrap();
     let mut s = srv_at(tmp.path(), tweak);
     s._tmp = Some(tmp);
@@ -55,20 +56,20 @@ fn srv_with(tweak: impl FnOnce(&mut Config)) -> Srv {
 }
 
 impl Srv {
-    fn app(&self) -> Router {
+    pub(crate) fn app(&self) -> Router {
         server::router(self.state.clone())
     }
-    fn account(&self, plan: &str) -> (String, String) {
+    pub(crate) fn account(&self, plan: &str) -> (String, String) {
         let (a, key) = self.store.create_account(plan, None, self.clock.now()).unwrap();
         (a.id, key)
     }
-    fn blobs_left(&self) -> Vec<String> {
+    pub(crate) fn blobs_left(&self) -> Vec<String> {
         DirBlobs::new(self.dir.join("blobs")).unwrap().ids().unwrap()
     }
-    fn assert_no_blobs(&self) {
+    pub(crate) fn assert_no_blobs(&self) {
         assert_eq!(self.blobs_left(), Vec::<String>::new(), "the blob folder must be empty");
     }
-    async fn call(&self, req: Request<Body>) -> Resp {
+    pub(crate) async fn call(&self, req: Request<Body>) -> Resp {
         let resp = self.app().oneshot(req).await.unwrap();
         let status = resp.status();
         let headers = resp.headers().clone();
@@ -76,14 +77,14 @@ impl Srv {
         let json = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
         Resp { status, headers, bytes: bytes.to_vec(), json }
     }
-    async fn get(&self, path: &str, key: Option<&str>) -> Resp {
+    pub(crate) async fn get(&self, path: &str, key: Option<&str>) -> Resp {
         let mut b = Request::get(path);
         if let Some(k) = key {
             b = b.header("x-api-key", k);
         }
         self.call(b.body(Body::empty()).unwrap()).await
     }
-    async fn post_json(&self, path: &str, key: &str, body: Value) -> Resp {
+    pub(crate) async fn post_json(&self, path: &str, key: &str, body: Value) -> Resp {
         self.call(
             Request::post(path)
                 .header("x-api-key", key)
@@ -93,41 +94,41 @@ impl Srv {
         )
         .await
     }
-    async fn post_file(&self, key: &str, file: &[u8], fields: &[(&str, &str)]) -> Resp {
-        let (ctype, body) = multipart(file, fields);
-        self.call(
-            Request::post("/v1/validate")
-                .header("x-api-key", key)
-                .header("content-type", ctype)
-                .body(Body::from(body))
-                .unwrap(),
-        )
-        .await
+    pub(crate) async fn post_file(&self, key: &str, file: &[u8], fields: &[(&str, &str)]) -> Resp {
+        self.post_form("/v1/validate", Some(key), file, fields).await
     }
-    async fn balance(&self, key: &str) -> i64 {
+    pub(crate) async fn post_form(&self, path: &str, key: Option<&str>, file: &[u8], fields: &[(&str, &str)]) -> Resp {
+        let (ctype, body) = multipart(file, fields);
+        let mut b = Request::post(path);
+        if let Some(k) = key {
+            b = b.header("x-api-key", k);
+        }
+        self.call(b.header("content-type", ctype).body(Body::from(body)).unwrap()).await
+    }
+    pub(crate) async fn balance(&self, key: &str) -> i64 {
         self.get("/v1/account", Some(key)).await.json["balance"].as_i64().unwrap()
     }
 }
 
 #[derive(Debug)]
-struct Resp {
-    status: StatusCode,
-    headers: HeaderMap,
-    bytes: Vec<u8>,
-    json: Value,
+pub(crate) struct Resp {
+    pub(crate) status: StatusCode,
+    pub(crate) headers: HeaderMap,
+    pub(crate) bytes: Vec<u8>,
+    pub(crate) json: Value,
 }
 
 impl Resp {
-    fn code(&self) -> &str {
+    pub(crate) fn code(&self) -> &str {
         self.json["error"]["code"].as_str().unwrap_or("")
     }
-    fn expect(&self, status: u16, code: &str) -> &Self {
+    pub(crate) fn expect(&self, status: u16, code: &str) -> &Self {
         assert_eq!(self.status.as_u16(), status, "{}", String::from_utf8_lossy(&self.bytes));
         assert_eq!(self.code(), code, "{}", self.json);
         assert!(self.json["error"]["message"].as_str().is_some_and(|m| !m.is_empty()));
         self
     }
-    fn ok(&self, status: u16) -> &Value {
+    pub(crate) fn ok(&self, status: u16) -> &Value {
         assert_eq!(self.status.as_u16(), status, "{}", String::from_utf8_lossy(&self.bytes));
         &self.json
     }
@@ -135,7 +136,7 @@ impl Resp {
 
 const BOUNDARY: &str = "meshcheck-test-boundary-7MA4YWxkTrZu0gW";
 
-fn multipart(file: &[u8], fields: &[(&str, &str)]) -> (String, Vec<u8>) {
+pub(crate) fn multipart(file: &[u8], fields: &[(&str, &str)]) -> (String, Vec<u8>) {
     let mut body = Vec::new();
     for (name, value) in fields {
         body.extend_from_slice(
@@ -153,12 +154,12 @@ fn multipart(file: &[u8], fields: &[(&str, &str)]) -> (String, Vec<u8>) {
     (format!("multipart/form-data; boundary={BOUNDARY}"), body)
 }
 
-fn box_glb() -> Vec<u8> {
+pub(crate) fn box_glb() -> Vec<u8> {
     std::fs::read(model("khronos-sample-models/Box.glb")).unwrap()
 }
 
 /// A valid GLB of about `bytes` bytes: a cube whose buffer carries padding.
-fn big_glb(bytes: usize) -> Vec<u8> {
+pub(crate) fn big_glb(bytes: usize) -> Vec<u8> {
     let (mut json, mut bin) = Doc::single(testkit::cube(1.0)).to_json(Layout::Glb);
     bin.resize(bytes.max(bin.len()).next_multiple_of(4), 0);
     json["buffers"][0]["byteLength"] = json!(bin.len());
@@ -562,17 +563,17 @@ async fn openapi_describes_exactly_the_routes() {
 
 // ---------------------------------------------------------------- end to end
 
-struct Running {
-    addr: SocketAddr,
+pub(crate) struct Running {
+    pub(crate) addr: SocketAddr,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
     task: tokio::task::JoinHandle<std::io::Result<()>>,
 }
 
 impl Running {
-    fn url(&self, path: &str) -> String {
+    pub(crate) fn url(&self, path: &str) -> String {
         format!("http://{}{path}", self.addr)
     }
-    async fn stop(mut self) {
+    pub(crate) async fn stop(mut self) {
         if let Some(s) = self.stop.take() {
             let _ = s.send(());
         }
@@ -580,7 +581,7 @@ impl Running {
     }
 }
 
-async fn start(s: &Srv) -> Running {
+pub(crate) async fn start(s: &Srv) -> Running {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let (tx, rx) = tokio::sync::oneshot::channel::<()>();
@@ -602,13 +603,13 @@ async fn start(s: &Srv) -> Running {
 
 /// A job's status straight from the store (polling over HTTP would spend the
 /// key's rate limit).
-fn job_status(s: &Srv, key: &str, job: &str) -> String {
+pub(crate) fn job_status(s: &Srv, key: &str, job: &str) -> String {
     let account = s.store.account_for_key(key).unwrap().unwrap();
     s.store.job(job, &account.id).unwrap().unwrap().status
 }
 
 /// Waits (up to 60 s) until `done(status)`; returns the last status.
-async fn wait_job(s: &Srv, key: &str, job: &str, done: impl Fn(&str) -> bool) -> String {
+pub(crate) async fn wait_job(s: &Srv, key: &str, job: &str, done: impl Fn(&str) -> bool) -> String {
     let mut st = String::new();
     for _ in 0..600 {
         st = job_status(s, key, job);
@@ -621,7 +622,9 @@ async fn wait_job(s: &Srv, key: &str, job: &str, done: impl Fn(&str) -> bool) ->
 }
 
 /// A tiny HTTP server on 127.0.0.1 recording webhook POSTs (headers and body).
-async fn webhook_receiver(status: u16) -> (SocketAddr, tokio::sync::mpsc::UnboundedReceiver<(HeaderMap, Vec<u8>)>) {
+pub(crate) async fn webhook_receiver(
+    status: u16,
+) -> (SocketAddr, tokio::sync::mpsc::UnboundedReceiver<(HeaderMap, Vec<u8>)>) {
     let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
     let app = Router::new().route(
         "/hook",

@@ -9,6 +9,7 @@ mod geometry;
 mod hostile;
 mod render;
 mod serve;
+mod serve_media;
 mod spec001;
 mod util;
 mod uv;

@@ -15,13 +15,13 @@ use std::time::Duration;
 
 /// One scripted reply: HTTP status, body, and a delay before answering.
 #[derive(Clone)]
-struct Reply {
+pub(crate) struct Reply {
     status: u16,
     body: String,
     delay: Duration,
 }
 
-fn chat(content: &str) -> Reply {
+pub(crate) fn chat(content: &str) -> Reply {
     let body = json!({
         "id": "chatcmpl-1", "object": "chat.completion", "model": "fake-vision-2026-11",
         "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}]
@@ -31,19 +31,19 @@ fn chat(content: &str) -> Reply {
 
 /// A recorded request: headers (lower-case names) and the JSON body.
 #[derive(Debug, Clone)]
-struct Seen {
-    path: String,
-    headers: Vec<(String, String)>,
-    body: Value,
+pub(crate) struct Seen {
+    pub(crate) path: String,
+    pub(crate) headers: Vec<(String, String)>,
+    pub(crate) body: Value,
 }
 
-struct Fake {
-    url: String,
-    seen: Arc<Mutex<Vec<Seen>>>,
+pub(crate) struct Fake {
+    pub(crate) url: String,
+    pub(crate) seen: Arc<Mutex<Vec<Seen>>>,
 }
 
 /// Starts the fake provider; replies are used in order (the last repeats).
-fn fake(script: Vec<Reply>) -> Fake {
+pub(crate) fn fake(script: Vec<Reply>) -> Fake {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let url = format!("http://{}/v1", listener.local_addr().unwrap());
     let seen = Arc::new(Mutex::new(Vec::new()));
@@ -93,7 +93,7 @@ fn fake(script: Vec<Reply>) -> Fake {
     Fake { url, seen }
 }
 
-fn config(url: &str, timeout_s: f64) -> Config {
+pub(crate) fn config(url: &str, timeout_s: f64) -> Config {
     Config {
         url: url.into(),
         model: "fake-vision".into(),

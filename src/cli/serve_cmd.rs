@@ -245,6 +245,18 @@ pub fn serve(args: ServeArgs) -> Result<i32> {
         if let Some(w) = args.workers.or(file.workers) {
             config.workers = w.max(1);
         }
+        config.vision = match crate::vision::Config::from_env() {
+            Ok(v) => Some(v),
+            Err(e) if e.code == crate::error::ErrorCode::InspectUnavailable => {
+                tracing::info!("no vision model configured: POST /v1/inspect answers 503 INSPECT_UNAVAILABLE");
+                None
+            }
+            Err(e) => return Err(e),
+        };
+        config.stripe = server::billing::StripeConfig::from_env()?;
+        if config.stripe.is_none() {
+            tracing::info!("STRIPE_SECRET_KEY is not set: the billing routes answer 503 BILLING_UNAVAILABLE");
+        }
         if config.allow_private_targets {
             tracing::warn!("--allow-private-targets: url fetches and webhooks may reach loopback and private networks");
         }

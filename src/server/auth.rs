@@ -37,7 +37,7 @@ pub fn client_ip(req: &Request) -> String {
     req.extensions().get::<ConnectInfo<SocketAddr>>().map(|c| c.0.ip().to_string()).unwrap_or_else(|| "unknown".into())
 }
 
-fn set_headers(headers: &mut HeaderMap, d: &Decision) {
+pub(crate) fn set_headers(headers: &mut HeaderMap, d: &Decision) {
     for (name, value) in
         [("ratelimit-limit", d.limit), ("ratelimit-remaining", d.remaining), ("ratelimit-reset", d.reset_s)]
     {
@@ -45,7 +45,7 @@ fn set_headers(headers: &mut HeaderMap, d: &Decision) {
     }
 }
 
-fn limited(d: &Decision) -> Response {
+pub(crate) fn limited(d: &Decision) -> Response {
     let mut resp = ApiError::new(
         ErrorCode::RateLimited,
         format!("rate limit of {} requests per minute reached; retry in {} s", d.limit, d.retry_after_s),

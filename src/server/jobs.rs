@@ -38,17 +38,28 @@ pub fn envelope(job: &Job) -> Value {
     json!({"job_id": job.id, "status": job.status, "poll": format!("/v1/jobs/{}", job.id), "result": result})
 }
 
-/// Charges and queues a validation; the blob (if any) now belongs to the job.
+/// What a job runs: its kind (`validate` or `render`), the endpoint's
+/// parameters as JSON, and what it costs.
+pub struct JobSpec {
+    /// `validate` or `render`.
+    pub kind: &'static str,
+    /// The endpoint's validated parameters, JSON.
+    pub params: String,
+    /// Credits charged when queued.
+    pub cost: i64,
+}
+
+/// Charges and queues a job; the blob (if any) now belongs to the job.
 pub async fn enqueue(
     state: &AppState,
     caller: &Caller,
-    params: Params,
+    spec: JobSpec,
     loaded: Loaded,
     webhook_url: Option<String>,
 ) -> ApiResult<Value> {
     let now = state.clock.now();
     let job_id = random_id("job_", 24);
-    let cost = params.cost();
+    let cost = spec.cost;
     let period = period_start(caller.account.created_at, now);
     let Loaded { bytes, filename: _, blob } = loaded;
     // The input must sit on disk for a persisted queue: an upload's blob is
@@ -72,7 +83,7 @@ pub async fn enqueue(
         cost,
         caller.plan.monthly_credits,
         period,
-        "validate (job)",
+        &format!("{} (job)", spec.kind),
         &job_id,
         now,
     )? {
@@ -82,9 +93,9 @@ pub async fn enqueue(
     let job = Job {
         id: job_id.clone(),
         account_id: caller.account.id.clone(),
-        kind: "validate".into(),
+        kind: spec.kind.into(),
         status: "queued".into(),
-        params: serde_json::to_string(&params).map_err(ApiError::internal)?,
+        params: spec.params,
         input: Some(input),
         webhook_url,
         credits: cost,
@@ -126,6 +137,7 @@ pub fn recover(state: &AppState) {
         Err(e) => tracing::error!(error = %e, "could not list interrupted jobs"),
     }
     sweep_orphans(state);
+    super::media::sweep_orphans(state);
 }
 
 /// Deletes blobs that no queued job or stored upload references.
@@ -207,25 +219,21 @@ pub async fn worker(state: AppState) {
 }
 
 async fn run_job(state: &AppState, job: Job) {
-    let params: Params = match serde_json::from_str(&job.params) {
-        Ok(p) => p,
-        Err(e) => return fail(state, &job, Error::internal(format!("job params: {e}"))),
-    };
     let Some(input) = job.input.clone() else {
         return fail(state, &job, Error::internal("the job has no input"));
     };
     let st = state.clone();
     let account_id = job.account_id.clone();
     let job_id = job.id.clone();
+    let (kind, params) = (job.kind.clone(), job.params.clone());
     let work = state.run_engine(move || -> crate::error::Result<String> {
         let bytes = st.blobs.read(&input).map_err(|e| Error::internal(format!("reading job input: {e}")))?;
-        let opts = params.options(st.validator.clone())?;
-        let input = crate::asset::Input::from_bytes(params.filename.clone(), bytes);
-        let (report, _) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            crate::engine::validate_with_stills(input, &opts)
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match kind.as_str() {
+            "validate" => validate_job(&st, &account_id, &params, bytes),
+            "render" => super::render::run_job(&st, &account_id, &params, bytes),
+            other => Err(Error::internal(format!("unknown job kind {other}"))),
         }))
-        .unwrap_or_else(|_| Err(Error::internal("the engine panicked")))?;
-        super::validate::store_report(&st, &account_id, &random_id("rpt_", 24), report, st.clock.now())
+        .unwrap_or_else(|_| Err(Error::internal("the engine panicked")))
     });
     tokio::pin!(work);
     let mut stopping = state.stopping.subscribe();
@@ -254,6 +262,16 @@ async fn run_job(state: &AppState, job: Job) {
         }
         Err(e) => fail(state, &job, e),
     }
+}
+
+/// Runs a queued validation and stores its report.
+fn validate_job(st: &AppState, account_id: &str, params: &str, bytes: Vec<u8>) -> crate::error::Result<String> {
+    let params: Params = serde_json::from_str(params).map_err(|e| Error::internal(format!("job params: {e}")))?;
+    let opts = params.options(st.validator.clone())?;
+    let input = crate::asset::Input::from_bytes(params.filename.clone(), bytes);
+    let (report, stills) = crate::engine::validate_with_stills(input, &opts)?;
+    let keep = if params.screenshots { stills.as_ref() } else { None };
+    super::validate::store_report(st, account_id, &random_id("rpt_", 24), report, keep, st.clock.now())
 }
 
 /// Delivers due webhooks until shutdown, several at once, never blocking the workers.
@@ -324,7 +342,8 @@ async fn deliver(state: &AppState, d: &Delivery) {
     }
 }
 
-/// Hard-deletes expired reports (leaving tombstones) and unused uploads.
+/// Hard-deletes expired reports and renders (leaving tombstones), their
+/// stored stills, and unused uploads; returns (reports, uploads).
 pub fn janitor_pass(state: &AppState) -> (usize, usize) {
     let now = state.clock.now();
     let reports = state.store.expire_reports(now).unwrap_or_else(|e| {
@@ -343,8 +362,9 @@ pub fn janitor_pass(state: &AppState) -> (usize, usize) {
             0
         }
     };
-    if reports + uploads > 0 {
-        tracing::info!(reports, uploads, "janitor deleted expired data");
+    let screenshots = super::media::expire(state, now);
+    if reports + uploads + screenshots > 0 {
+        tracing::info!(reports, uploads, screenshots, "janitor deleted expired data");
     }
     (reports, uploads)
 }

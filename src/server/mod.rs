@@ -12,16 +12,26 @@
 //! - [`resources`]: GET /v1/jobs/{id}, /v1/reports/{id}, /v1/account.
 //! - [`public`]: /v1/openapi.json, /v1/schema/{name}.json, /llms.txt, /healthz.
 //! - [`fetch`]: the SSRF-guarded HTTP client for `url` and webhooks.
+//! - [`render`]: POST /v1/render (stills and turntables).
+//! - [`inspect`]: POST /v1/inspect (the vision model).
+//! - [`media`]: stored stills and turntables, served through signed URLs.
+//! - [`demo`]: the drag-and-drop page at `/` and POST /demo/validate.
+//! - [`billing`]: Stripe Checkout, Customer Portal and its signed webhook.
 
 pub mod auth;
+pub mod billing;
 pub mod clock;
+pub mod demo;
 pub mod error;
 pub mod fetch;
+pub mod inspect;
 pub mod jobs;
+pub mod media;
 pub mod openapi;
 pub mod plan;
 pub mod public;
 pub mod ratelimit;
+pub mod render;
 pub mod resources;
 pub mod uploads;
 pub mod validate;
@@ -83,6 +93,14 @@ pub struct Config {
     pub webhook_backoff: Duration,
     /// Webhook attempts before giving up.
     pub webhook_attempts: i64,
+    /// The vision model behind POST /v1/inspect (none: 503 INSPECT_UNAVAILABLE).
+    pub vision: Option<crate::vision::Config>,
+    /// Stripe (none: the billing routes answer 503 BILLING_UNAVAILABLE).
+    pub stripe: Option<billing::StripeConfig>,
+    /// Requests per minute per client IP on POST /demo/validate.
+    pub demo_per_min: u64,
+    /// Largest file the demo accepts.
+    pub demo_max_bytes: u64,
 }
 
 impl Config {
@@ -109,6 +127,10 @@ impl Config {
             janitor_every: Duration::from_secs(60),
             webhook_backoff: Duration::from_secs(5),
             webhook_attempts: 8,
+            vision: None,
+            stripe: None,
+            demo_per_min: 10,
+            demo_max_bytes: 4_400_000,
         }
     }
 }
@@ -125,6 +147,12 @@ pub struct Inner {
     pub store: Arc<dyn Store>,
     /// Transient input bytes.
     pub blobs: Arc<dyn Blobs>,
+    /// Stored stills and turntables (kept with their report, render or inspection).
+    pub shots: Arc<dyn Blobs>,
+    /// The key that signs screenshot URLs (a server setting, made once).
+    pub url_key: Vec<u8>,
+    /// The demo account's key, made on first use (never sent anywhere).
+    pub demo_key: std::sync::Mutex<Option<String>>,
     /// The time.
     pub clock: Arc<dyn Clock>,
     /// Token buckets.
@@ -153,21 +181,24 @@ impl std::ops::Deref for AppState {
 }
 
 impl AppState {
-    /// State over explicit parts (tests pass their own clock).
+    /// State over explicit parts (tests pass their own clock). Reads (or
+    /// makes, on first start) the key that signs screenshot URLs.
     pub fn with_parts(
         config: Config,
         store: Arc<dyn Store>,
         blobs: Arc<dyn Blobs>,
+        shots: Arc<dyn Blobs>,
         clock: Arc<dyn Clock>,
         validator: Option<Arc<Validator>>,
-    ) -> AppState {
+    ) -> crate::error::Result<AppState> {
+        let url_key = store.setting_or_insert("screenshot_url_key", &crate::store::random_id("", 43))?.into_bytes();
         let policy = fetch::Policy {
             allow_private: config.allow_private_targets,
             allow_exact: config.allow_exact_targets.clone(),
             allow_hosts: None,
         };
         let url_policy = fetch::Policy { allow_hosts: config.fetch_allow_hosts.clone(), ..policy.clone() };
-        AppState(Arc::new(Inner {
+        Ok(AppState(Arc::new(Inner {
             engine_slots: Arc::new(Semaphore::new(config.engine_slots.max(1))),
             fetcher: fetch::Fetcher::new(url_policy),
             webhook_fetcher: fetch::Fetcher::new(policy),
@@ -178,9 +209,12 @@ impl AppState {
             config,
             store,
             blobs,
+            shots,
+            url_key,
+            demo_key: std::sync::Mutex::new(None),
             clock,
             validator,
-        }))
+        })))
     }
 
     /// Opens the data folder: `meshcheck.sqlite` and `blobs/`, with the
@@ -191,14 +225,17 @@ impl AppState {
         let store = SqliteStore::open(&config.data_dir.join("meshcheck.sqlite"))?;
         let blobs = DirBlobs::new(config.data_dir.join("blobs"))
             .map_err(|e| crate::error::Error::internal(format!("cannot create the blob folder: {e}")))?;
+        let shots = DirBlobs::new(config.data_dir.join("screenshots"))
+            .map_err(|e| crate::error::Error::internal(format!("cannot create the screenshot folder: {e}")))?;
         let validator = Validator::global()?;
-        Ok(AppState::with_parts(
+        AppState::with_parts(
             config,
             Arc::new(store),
             Arc::new(blobs),
+            Arc::new(shots),
             Arc::new(SystemClock::new()),
             Some(validator),
-        ))
+        )
     }
 
     /// Runs `f` on the blocking pool once an engine slot is free, so the
@@ -237,16 +274,24 @@ pub fn router(state: AppState) -> Router {
         .route("/v1/jobs/{id}", get(resources::job))
         .route("/v1/reports/{id}", get(resources::report))
         .route("/v1/account", get(resources::account))
+        .route("/v1/render", post(render::render))
+        .route("/v1/inspect", post(inspect::inspect))
+        .route("/v1/billing/checkout", post(billing::checkout))
+        .route("/v1/billing/portal", post(billing::portal))
         .route_layer(axum::middleware::from_fn_with_state(state.clone(), auth::require_key));
     let public = Router::new()
         .route("/v1/openapi.json", get(public::openapi))
         .route("/v1/schema/{file}", get(public::schema))
         .route("/llms.txt", get(public::llms))
+        .route("/v1/screenshots/{file}", get(media::screenshot))
+        .route("/", get(demo::page))
         .route_layer(axum::middleware::from_fn_with_state(state.clone(), auth::per_ip));
     Router::new()
         .merge(authed)
         .merge(public)
         .route("/healthz", get(public::healthz))
+        .route("/demo/validate", post(demo::validate))
+        .route("/v1/billing/webhook", post(billing::webhook))
         .fallback(public::not_found)
         .layer(axum::extract::DefaultBodyLimit::disable())
         .layer(axum::middleware::from_fn(auth::request_log))

@@ -34,6 +34,10 @@ pub async fn report(
     Extension(caller): Extension<Caller>,
     Path(id): Path<String>,
 ) -> ApiResult<Response> {
+    // Render reports share the table (ids rnd_); this route serves validate reports.
+    if !id.starts_with("rpt_") {
+        return Err(ApiError::not_found(format!("no report {id} for this account")));
+    }
     match state.store.report(&id, &caller.account.id)? {
         ReportLookup::Found(body) => Ok(json_response(StatusCode::OK, body)),
         ReportLookup::Expired => Err(ApiError::new(

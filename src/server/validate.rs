@@ -41,6 +41,9 @@ pub struct Params {
     pub screenshots: bool,
     /// The name shown in the report.
     pub filename: String,
+    /// Text stamped on the stills (the demo).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub watermark: Option<String>,
 }
 
 impl Params {
@@ -68,7 +71,13 @@ impl Params {
         if let Some(w) = self.weld_tolerance {
             profile.set_weld_tolerance(w).map_err(|e| Error::field("weld_tolerance", "range", e.message))?;
         }
-        Ok(Options { profile, mode: self.mode, selection: Default::default(), validator, watermark: None })
+        Ok(Options {
+            profile,
+            mode: self.mode,
+            selection: Default::default(),
+            validator,
+            watermark: self.watermark.clone(),
+        })
     }
 }
 
@@ -92,21 +101,6 @@ pub struct Request1 {
     pub params: Params,
     /// Where to POST the job's result (async only).
     pub webhook_url: Option<String>,
-}
-
-/// The JSON shape.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct JsonBody {
-    url: Option<String>,
-    blob_id: Option<String>,
-    file: Option<Value>,
-    profile: Option<String>,
-    mode: Option<String>,
-    overrides: Option<Map<String, Value>>,
-    screenshots: Option<bool>,
-    webhook_url: Option<String>,
-    weld_tolerance: Option<f64>,
 }
 
 fn parse_mode(s: &str) -> Result<Mode, ApiError> {
@@ -162,11 +156,31 @@ pub async fn read_capped(body: Body, content_length: Option<u64>, cap: u64, what
     }
 }
 
-/// Parses either shape of the request.
-pub async fn parse(state: &AppState, req: Request) -> ApiResult<Request1> {
+/// A request body of either shape, before the endpoint reads its fields:
+/// multipart text fields (JSON-valued ones such as `overrides` still as
+/// text) or a JSON object, plus the multipart `file`.
+pub enum Form {
+    /// multipart/form-data.
+    Multipart {
+        /// The `file` part and its name.
+        file: Option<(Vec<u8>, Option<String>)>,
+        /// The other parts, as text.
+        text: std::collections::BTreeMap<String, String>,
+    },
+    /// application/json.
+    Json(Map<String, Value>),
+}
+
+/// Reads a request body: multipart (capped at the multipart limit; only
+/// `fields` and `file` accepted, each once) or JSON (64 KiB, an object;
+/// `file` refused with the way to send one); any other type is 415.
+pub async fn read_form(state: &AppState, req: Request, fields: &[&str]) -> ApiResult<Form> {
     let ctype =
         req.headers().get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("").to_ascii_lowercase();
     let content_length = req.headers().get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()?.parse().ok());
+    let unknown = |name: &str| -> ApiError {
+        Error::field(name, "unknown", format!("unknown field {name:?}; fields: file, {}", fields.join(", "))).into()
+    };
     if ctype.starts_with("multipart/form-data") {
         let (parts, body) = req.into_parts();
         let bytes = read_capped(body, content_length, state.config.multipart_max_bytes, "the multipart body").await?;
@@ -174,13 +188,35 @@ pub async fn parse(state: &AppState, req: Request) -> ApiResult<Request1> {
         let mut mp = Multipart::from_request(req, &())
             .await
             .map_err(|e| Error::bad_request(format!("not a valid multipart body: {}", e.body_text())))?;
-        parse_multipart(&mut mp).await
+        let mut file = None;
+        let mut text = std::collections::BTreeMap::new();
+        while let Some(field) =
+            mp.next_field().await.map_err(|e| Error::bad_request(format!("bad multipart body: {}", e.body_text())))?
+        {
+            let name = field.name().unwrap_or("").to_string();
+            if name == "file" {
+                if file.is_some() {
+                    return Err(Error::field("file", "repeated", "give one file").into());
+                }
+                let filename = field.file_name().map(|f| f.rsplit(['/', '\\']).next().unwrap_or(f).to_string());
+                let bytes =
+                    field.bytes().await.map_err(|e| Error::bad_request(format!("bad file part: {}", e.body_text())))?;
+                file = Some((bytes.to_vec(), filename));
+            } else if fields.contains(&name.as_str()) {
+                let value = field.text().await.map_err(|e| Error::field(&name, "not text", e.body_text()))?;
+                if text.insert(name.clone(), value).is_some() {
+                    return Err(Error::field(&name, "repeated", format!("field {name} given twice")).into());
+                }
+            } else {
+                return Err(unknown(&name));
+            }
+        }
+        Ok(Form::Multipart { file, text })
     } else if ctype.starts_with("application/json") {
         let bytes = read_capped(req.into_body(), content_length, 64 << 10, "the JSON body").await?;
-        let body: JsonBody = serde_json::from_slice(&bytes).map_err(|e| {
-            Error::field("body", "invalid JSON", format!("the JSON body does not match the request schema: {e}"))
-        })?;
-        if body.file.is_some() {
+        let body: Map<String, Value> = serde_json::from_slice(&bytes)
+            .map_err(|e| Error::field("body", "invalid JSON", format!("the body must be a JSON object: {e}")))?;
+        if body.contains_key("file") {
             return Err(Error::field(
                 "file",
                 "multipart only",
@@ -188,16 +224,10 @@ pub async fn parse(state: &AppState, req: Request) -> ApiResult<Request1> {
             )
             .into());
         }
-        let params = Params {
-            profile: body.profile.unwrap_or_else(|| "web".into()),
-            mode: body.mode.as_deref().map(parse_mode).transpose()?.unwrap_or(Mode::ChecksOnly),
-            overrides: parse_overrides(body.overrides.unwrap_or_default())?,
-            weld_tolerance: body.weld_tolerance,
-            screenshots: body.screenshots.unwrap_or(false),
-            filename: String::new(),
-        };
-        let source = one_source(None, body.url, body.blob_id)?;
-        Ok(Request1 { source, params, webhook_url: body.webhook_url })
+        if let Some(k) = body.keys().find(|k| !fields.contains(&k.as_str())) {
+            return Err(unknown(k));
+        }
+        Ok(Form::Json(body))
     } else {
         Err(ApiError::new(
             ErrorCode::UnsupportedFormat,
@@ -210,55 +240,85 @@ pub async fn parse(state: &AppState, req: Request) -> ApiResult<Request1> {
     }
 }
 
-async fn parse_multipart(mp: &mut Multipart) -> ApiResult<Request1> {
-    let mut file = None;
-    let mut filename = None;
-    let mut text: std::collections::BTreeMap<String, String> = Default::default();
-    loop {
-        let field =
-            mp.next_field().await.map_err(|e| Error::bad_request(format!("bad multipart body: {}", e.body_text())))?;
-        let Some(field) = field else { break };
-        let name = field.name().unwrap_or("").to_string();
-        match name.as_str() {
-            "file" => {
-                if file.is_some() {
-                    return Err(Error::field("file", "repeated", "give one file").into());
-                }
-                filename = field.file_name().map(|f| f.rsplit(['/', '\\']).next().unwrap_or(f).to_string());
-                let bytes =
-                    field.bytes().await.map_err(|e| Error::bad_request(format!("bad file part: {}", e.body_text())))?;
-                file = Some(bytes.to_vec());
-            }
-            "url" | "blob_id" | "profile" | "mode" | "overrides" | "screenshots" | "webhook_url" | "weld_tolerance" => {
-                let value = field.text().await.map_err(|e| Error::field(&name, "not text", e.body_text()))?;
-                if text.insert(name.clone(), value).is_some() {
-                    return Err(Error::field(&name, "repeated", format!("field {name} given twice")).into());
-                }
-            }
-            other => {
-                return Err(Error::field(other, "unknown", format!(
-                    "unknown field {other:?}; fields: file, profile, mode, overrides, screenshots, webhook_url, weld_tolerance"
-                ))
-                .into());
-            }
+impl Form {
+    /// A field as text: a multipart part, or a JSON string (other JSON
+    /// values as their JSON text). Empty multipart values count as absent.
+    pub fn text(&mut self, name: &str) -> Option<String> {
+        match self {
+            Form::Multipart { text, .. } => text.remove(name).filter(|s| !s.trim().is_empty()),
+            Form::Json(m) => match m.remove(name)? {
+                Value::Null => None,
+                Value::String(s) => Some(s),
+                other => Some(other.to_string()),
+            },
         }
     }
-    let overrides = match text.remove("overrides").filter(|s| !s.trim().is_empty()) {
+
+    /// A field holding JSON: parsed from a multipart part's text, or the JSON value itself.
+    pub fn json(&mut self, name: &str) -> ApiResult<Option<Value>> {
+        match self {
+            Form::Multipart { text, .. } => match text.remove(name).filter(|s| !s.trim().is_empty()) {
+                None => Ok(None),
+                Some(s) => serde_json::from_str(&s)
+                    .map(Some)
+                    .map_err(|e| Error::field(name, "not JSON", format!("{name} must be JSON: {e}")).into()),
+            },
+            Form::Json(m) => Ok(m.remove(name).filter(|v| !v.is_null())),
+        }
+    }
+
+    /// A field as a `T`: multipart text parsed by `FromStr`-like `parse`, or a JSON value.
+    pub fn typed<T: serde::de::DeserializeOwned>(&mut self, name: &str, what: &str) -> ApiResult<Option<T>> {
+        let v = match self {
+            Form::Multipart { text, .. } => match text.remove(name).filter(|s| !s.trim().is_empty()) {
+                None => return Ok(None),
+                // Numbers and booleans arrive as text: read them as JSON, else as a string.
+                Some(s) => serde_json::from_str(s.trim()).unwrap_or(Value::String(s)),
+            },
+            Form::Json(m) => match m.remove(name) {
+                None | Some(Value::Null) => return Ok(None),
+                Some(v) => v,
+            },
+        };
+        serde_json::from_value(v.clone())
+            .map(Some)
+            .map_err(|_| Error::field(name, what, format!("{name} must be {what}, got {v}")).into())
+    }
+
+    /// The one input: `file`, `url` or `blob_id` (400 when none or several), and the file's name.
+    pub fn source(&mut self) -> ApiResult<(Source, Option<String>)> {
+        let (file, filename) = match self {
+            Form::Multipart { file, .. } => match file.take() {
+                Some((b, n)) => (Some(b), n),
+                None => (None, None),
+            },
+            Form::Json(_) => (None, None),
+        };
+        let url = self.text("url");
+        let blob_id = self.text("blob_id");
+        Ok((one_source(file, url, blob_id)?, filename))
+    }
+}
+
+/// Parses either shape of a validate request.
+pub async fn parse(state: &AppState, req: Request) -> ApiResult<Request1> {
+    const FIELDS: &[&str] =
+        &["url", "blob_id", "profile", "mode", "overrides", "screenshots", "webhook_url", "weld_tolerance"];
+    let mut form = read_form(state, req, FIELDS).await?;
+    let overrides = match form.json("overrides")? {
         None => Vec::new(),
-        Some(s) => match serde_json::from_str::<Value>(&s) {
-            Ok(Value::Object(m)) => parse_overrides(m)?,
-            _ => {
-                return Err(Error::field(
-                    "overrides",
-                    "not a JSON object",
-                    "overrides must be a JSON object of key to number",
-                )
-                .into());
-            }
-        },
+        Some(Value::Object(m)) => parse_overrides(m)?,
+        Some(_) => {
+            return Err(Error::field(
+                "overrides",
+                "not a JSON object",
+                "overrides must be a JSON object of key to number",
+            )
+            .into());
+        }
     };
-    let screenshots = match text.remove("screenshots").as_deref().map(str::trim) {
-        None | Some("") | Some("false") | Some("0") => false,
+    let screenshots = match form.text("screenshots").as_deref().map(str::trim) {
+        None | Some("false") | Some("0") => false,
         Some("true") | Some("1") => true,
         Some(other) => {
             return Err(Error::field(
@@ -269,28 +329,21 @@ async fn parse_multipart(mp: &mut Multipart) -> ApiResult<Request1> {
             .into());
         }
     };
-    let weld_tolerance = match text.remove("weld_tolerance").filter(|s| !s.trim().is_empty()) {
-        None => None,
-        Some(s) => Some(s.trim().parse::<f64>().map_err(|_| {
-            Error::field("weld_tolerance", "not a number", format!("weld_tolerance must be a number, got {s:?}"))
-        })?),
-    };
+    let weld_tolerance = form.typed::<f64>("weld_tolerance", "a number")?;
+    let mode = form.text("mode").as_deref().map(parse_mode).transpose()?.unwrap_or(Mode::ChecksOnly);
+    let profile = form.text("profile").unwrap_or_else(|| "web".into());
+    let webhook_url = form.text("webhook_url");
+    let (source, filename) = form.source()?;
     let params = Params {
-        profile: text.remove("profile").filter(|s| !s.is_empty()).unwrap_or_else(|| "web".into()),
-        mode: text
-            .remove("mode")
-            .filter(|s| !s.is_empty())
-            .as_deref()
-            .map(parse_mode)
-            .transpose()?
-            .unwrap_or(Mode::ChecksOnly),
+        profile,
+        mode,
         overrides,
         weld_tolerance,
         screenshots,
         filename: filename.unwrap_or_default(),
+        watermark: None,
     };
-    let source = one_source(file, text.remove("url"), text.remove("blob_id"))?;
-    Ok(Request1 { source, params, webhook_url: text.remove("webhook_url").filter(|s| !s.is_empty()) })
+    Ok(Request1 { source, params, webhook_url })
 }
 
 /// The bytes of a request's input, with the blob to delete afterwards.
@@ -410,6 +463,14 @@ pub async fn validate(
     let Request1 { source, mut params, webhook_url } = parse(&state, req).await?;
     // Options first: an unknown profile or override is 400 before any fetch.
     params.options(None)?;
+    if params.screenshots && params.mode != Mode::Full {
+        return Err(Error::field(
+            "screenshots",
+            "needs mode full",
+            "screenshots are the renderer's stills: ask for mode full with screenshots true",
+        )
+        .into());
+    }
     let max = max_bytes_for(&state, &caller);
     let loaded = load(&state, &caller, source, max).await?;
     if params.filename.is_empty() {
@@ -423,7 +484,12 @@ pub async fn validate(
         if let Some(u) = &webhook_url {
             check_webhook(&state, u).await?;
         }
-        let envelope = jobs::enqueue(&state, &caller, params, loaded, webhook_url).await?;
+        let spec = jobs::JobSpec {
+            kind: "validate",
+            params: serde_json::to_string(&params).map_err(ApiError::internal)?,
+            cost: params.cost(),
+        };
+        let envelope = jobs::enqueue(&state, &caller, spec, loaded, webhook_url).await?;
         return Ok((StatusCode::ACCEPTED, axum::Json(envelope)).into_response());
     }
     let report = run_sync(&state, &caller, params, loaded).await?;
@@ -435,66 +501,138 @@ pub fn json_response(status: StatusCode, body: String) -> Response {
     (status, [(header::CONTENT_TYPE, "application/json")], body).into_response()
 }
 
+/// A charge taken inside an engine gate (once the input has passed every
+/// check the input alone decides) and refunded if the call then fails for a
+/// reason that is not the caller's (INTERNAL, RENDER_FAILED, or whatever
+/// `refund_on` names).
+pub struct Meter {
+    st: AppState,
+    account: crate::store::Account,
+    allowance: i64,
+    cost: i64,
+    reason: &'static str,
+    /// The ledger reference: the report, render or inspection id.
+    pub reference: String,
+    charged: std::sync::atomic::AtomicBool,
+}
+
+impl Meter {
+    /// A meter for `cost` credits of `caller` under `reference`.
+    pub fn new(st: &AppState, caller: &Caller, cost: i64, reason: &'static str, reference: String) -> Meter {
+        Meter {
+            st: st.clone(),
+            account: caller.account.clone(),
+            allowance: caller.plan.monthly_credits,
+            cost,
+            reason,
+            reference,
+            charged: std::sync::atomic::AtomicBool::new(false),
+        }
+    }
+
+    /// The charged account's id.
+    pub fn account_id(&self) -> String {
+        self.account.id.clone()
+    }
+
+    /// Charges (the gate): INSUFFICIENT_CREDITS when the balance is short.
+    pub fn charge(&self) -> crate::error::Result<()> {
+        let now = self.st.clock.now();
+        let period = super::clock::period_start(self.account.created_at, now);
+        match self.st.store.charge(
+            &self.account.id,
+            self.cost,
+            self.allowance,
+            period,
+            self.reason,
+            &self.reference,
+            now,
+        )? {
+            Charge::Charged { .. } => {
+                self.charged.store(true, std::sync::atomic::Ordering::SeqCst);
+                Ok(())
+            }
+            Charge::Insufficient { balance, required } => Err(insufficient(balance, required)),
+        }
+    }
+
+    /// Refunds the charge when `out` failed with a server fault or one of `also`.
+    pub fn settle<T>(&self, out: &crate::error::Result<T>, also: &[ErrorCode]) {
+        if let Err(e) = out
+            && self.charged.load(std::sync::atomic::Ordering::SeqCst)
+            && (is_server_fault(e.code) || also.contains(&e.code))
+            && let Err(r) = self.st.store.refund(&self.reference, "refund: call failed", self.st.clock.now())
+        {
+            tracing::error!(error = %r, "refund failed");
+        }
+    }
+}
+
 /// Runs a synchronous validation: charged in the gate, stored, refunded on
 /// a server fault. The whole of it runs on the engine pool, so a client
 /// that hangs up does not leave a charge without a stored report.
 pub async fn run_sync(state: &AppState, caller: &Caller, params: Params, loaded: Loaded) -> ApiResult<String> {
     let st = state.clone();
-    let account = caller.account.clone();
-    let plan = caller.plan;
+    let meter = Meter::new(state, caller, params.cost(), "validate", crate::store::random_id("rpt_", 24));
     let out = state
         .run_engine(move || {
             let Loaded { bytes, filename: _, blob } = loaded;
-            let report_id = crate::store::random_id("rpt_", 24);
             let now = st.clock.now();
-            let period = super::clock::period_start(account.created_at, now);
-            let cost = params.cost();
-            let charged = std::sync::atomic::AtomicBool::new(false);
-            let gate = || -> crate::error::Result<()> {
-                match st.store.charge(&account.id, cost, plan.monthly_credits, period, "validate", &report_id, now)? {
-                    Charge::Charged { .. } => {
-                        charged.store(true, std::sync::atomic::Ordering::SeqCst);
-                        Ok(())
-                    }
-                    Charge::Insufficient { balance, required } => Err(insufficient(balance, required)),
-                }
-            };
             let opts = params.options(st.validator.clone())?;
             let input = crate::asset::Input::from_bytes(params.filename.clone(), bytes);
             let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                crate::engine::validate_gated(input, &opts, &gate)
+                crate::engine::validate_gated(input, &opts, &|| meter.charge())
             }))
             .unwrap_or_else(|_| Err(Error::internal("the engine panicked")));
             drop(blob);
-            let out = result.and_then(|(report, _stills)| store_report(&st, &account.id, &report_id, report, now));
-            if let Err(e) = &out
-                && charged.load(std::sync::atomic::Ordering::SeqCst)
-                && is_server_fault(e.code)
-                && let Err(r) = st.store.refund(&report_id, "refund: server fault", st.clock.now())
-            {
-                tracing::error!(error = %r, "refund failed");
-            }
+            let out = result.and_then(|(report, stills)| {
+                let keep = if params.screenshots { stills.as_ref() } else { None };
+                store_report(&st, &meter.account.id, &meter.reference, report, keep, now)
+            });
+            meter.settle(&out, &[]);
             out
         })
         .await??;
     Ok(out)
 }
 
-/// Stamps a report with its id and expiry, stores it for the account and
-/// returns its JSON: the one path by which sync calls and jobs keep reports.
+/// Stamps a report with its id and expiry, stores its stills (when given:
+/// full mode with `screenshots`) under signed URLs, stores it for the
+/// account and returns its JSON: the one path by which sync calls, jobs and
+/// the demo keep reports. Nothing is left behind when storing fails.
 pub fn store_report(
     st: &AppState,
     account_id: &str,
     report_id: &str,
     mut report: crate::report::Report,
+    stills: Option<&crate::render::Rendered>,
     now: i64,
 ) -> crate::error::Result<String> {
     let expires = now + st.config.report_ttl_s;
     report.report_id = Some(report_id.to_string());
     report.expires_at = Some(super::clock::rfc3339(expires));
-    let body = serde_json::to_string(&report).map_err(|e| Error::internal(e.to_string()))?;
-    st.store.put_report(report_id, account_id, now, expires, &body)?;
-    Ok(body)
+    if let Some(r) = stills {
+        let owner = super::media::Owner { id: report_id, account_id, now, expires_at: expires };
+        let shots = super::media::store_stills(st, &owner, &r.stills)?;
+        report.screenshots = Some(
+            r.stills
+                .iter()
+                .zip(&shots)
+                .enumerate()
+                .map(|(i, (still, shot))| crate::report::Screenshot {
+                    url: Some(super::media::url(st, shot)),
+                    ..crate::report::Screenshot::of(still, i)
+                })
+                .collect(),
+        );
+    }
+    let stored = serde_json::to_string(&report)
+        .map_err(|e| Error::internal(e.to_string()))
+        .and_then(|body| st.store.put_report(report_id, account_id, now, expires, &body).map(|_| body));
+    if stored.is_err() && stills.is_some() {
+        super::media::delete_owner(st, report_id);
+    }
+    stored
 }
 
 /// 402 INSUFFICIENT_CREDITS with `{balance, required}`.

@@ -139,6 +139,31 @@ pub struct Job {
     pub updated_at: i64,
 }
 
+/// A stored still or turntable: a file in the screenshot store plus this row.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Shot {
+    /// `shot_...`, the file's name in the screenshot store.
+    pub id: String,
+    /// The report (`rpt_`), render (`rnd_`) or inspection (`ins_`) it belongs to.
+    pub owner_id: String,
+    /// Its account.
+    pub account_id: String,
+    /// The view's name (`front`, ..., `turntable`).
+    pub name: String,
+    /// `png` or `gif`.
+    pub ext: String,
+    /// Elevation of the view, degrees.
+    pub rv: f64,
+    /// Azimuth of the view, degrees.
+    pub rh: f64,
+    /// Width and height in pixels.
+    pub size: i64,
+    /// When it was made.
+    pub created_at: i64,
+    /// When it is deleted (its owner's expiry).
+    pub expires_at: i64,
+}
+
 /// A webhook message and its delivery state.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Delivery {
@@ -230,6 +255,33 @@ pub trait Store: Send + Sync {
     fn due_deliveries(&self, now: i64, limit: usize) -> Result<Vec<Delivery>>;
     /// Records an attempt: the new state, attempts, next due time and HTTP status.
     fn update_delivery(&self, id: &str, state: &str, attempts: i64, next_at: i64, status: Option<i64>) -> Result<()>;
+    /// Records stored stills (their files are already in the screenshot store).
+    fn put_shots(&self, shots: &[Shot]) -> Result<()>;
+    /// One stored still.
+    fn shot(&self, id: &str) -> Result<Option<Shot>>;
+    /// The stills of a report, render or inspection of this account, in order.
+    fn shots_of(&self, owner_id: &str, account_id: &str) -> Result<Vec<Shot>>;
+    /// Deletes the rows of stills past expiry and returns them (the caller deletes the files).
+    fn expire_shots(&self, now: i64) -> Result<Vec<Shot>>;
+    /// Deletes the rows of an owner's stills and returns them.
+    fn delete_shots_of(&self, owner_id: &str) -> Result<Vec<Shot>>;
+    /// A server setting, set to `value` first if it has none.
+    fn setting_or_insert(&self, key: &str, value: &str) -> Result<String>;
+    /// Sets a server setting.
+    fn set_setting(&self, key: &str, value: &str) -> Result<()>;
+    /// Moves an account to `plan` with its payment state (a `None` customer keeps the one it has).
+    fn set_billing(
+        &self,
+        account_id: &str,
+        plan: &str,
+        customer_id: Option<&str>,
+        provider: Option<&str>,
+        subscription_id: Option<&str>,
+    ) -> Result<bool>;
+    /// The account with this subscription id, else with this customer id.
+    fn account_by_billing(&self, customer_id: Option<&str>, subscription_id: Option<&str>) -> Result<Option<Account>>;
+    /// Records a payment-provider event id; false when it was seen before.
+    fn first_billing_event(&self, id: &str, kind: &str, now: i64) -> Result<bool>;
 }
 
 /// The transient bytes of uploads and queued jobs. Nothing here outlives its

@@ -7,7 +7,7 @@
 //! one `BEGIN IMMEDIATE` transaction).
 
 use super::{
-    Account, Charge, Delivery, Job, KeyInfo, ReportLookup, Store, Upload, db_error, key_hash, new_key, random_id,
+    Account, Charge, Delivery, Job, KeyInfo, ReportLookup, Shot, Store, Upload, db_error, key_hash, new_key, random_id,
     upload_state,
 };
 use crate::error::{Error, ErrorCode, Result};
@@ -16,7 +16,8 @@ use std::path::Path;
 use std::sync::{Mutex, MutexGuard};
 
 /// The migrations, in order; entry `i` takes the schema to version `i + 1`.
-const MIGRATIONS: &[&str] = &[include_str!("migrations/001_init.sql")];
+const MIGRATIONS: &[&str] =
+    &[include_str!("migrations/001_init.sql"), include_str!("migrations/002_media_billing.sql")];
 
 /// The SQLite store.
 pub struct SqliteStore {
@@ -129,6 +130,23 @@ fn delivery_row(r: &Row) -> rusqlite::Result<Delivery> {
         state: r.get(5)?,
         attempts: r.get(6)?,
         next_at: r.get(7)?,
+    })
+}
+
+const SHOT_COLS: &str = "id, owner_id, account_id, name, ext, rv, rh, size, created_at, expires_at";
+
+fn shot_row(r: &Row) -> rusqlite::Result<Shot> {
+    Ok(Shot {
+        id: r.get(0)?,
+        owner_id: r.get(1)?,
+        account_id: r.get(2)?,
+        name: r.get(3)?,
+        ext: r.get(4)?,
+        rv: r.get(5)?,
+        rh: r.get(6)?,
+        size: r.get(7)?,
+        created_at: r.get(8)?,
+        expires_at: r.get(9)?,
     })
 }
 
@@ -544,6 +562,122 @@ impl Store for SqliteStore {
             .map(|_| ())
             .map_err(db_error)
     }
+
+    fn put_shots(&self, shots: &[Shot]) -> Result<()> {
+        let mut conn = self.conn();
+        let tx = conn.transaction().map_err(db_error)?;
+        for s in shots {
+            tx.execute(
+                &format!("INSERT INTO screenshots ({SHOT_COLS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)"),
+                params![s.id, s.owner_id, s.account_id, s.name, s.ext, s.rv, s.rh, s.size, s.created_at, s.expires_at],
+            )
+            .map_err(db_error)?;
+        }
+        tx.commit().map_err(db_error)
+    }
+
+    fn shot(&self, id: &str) -> Result<Option<Shot>> {
+        self.conn()
+            .query_row(&format!("SELECT {SHOT_COLS} FROM screenshots WHERE id = ?1"), [id], shot_row)
+            .optional()
+            .map_err(db_error)
+    }
+
+    fn shots_of(&self, owner_id: &str, account_id: &str) -> Result<Vec<Shot>> {
+        let conn = self.conn();
+        let mut st = conn
+            .prepare(&format!(
+                "SELECT {SHOT_COLS} FROM screenshots WHERE owner_id = ?1 AND account_id = ?2 ORDER BY rowid"
+            ))
+            .map_err(db_error)?;
+        st.query_map(params![owner_id, account_id], shot_row)
+            .map_err(db_error)?
+            .collect::<rusqlite::Result<_>>()
+            .map_err(db_error)
+    }
+
+    fn expire_shots(&self, now: i64) -> Result<Vec<Shot>> {
+        let mut conn = self.conn();
+        let tx = conn.transaction().map_err(db_error)?;
+        let gone: Vec<Shot> = {
+            let mut st =
+                tx.prepare(&format!("SELECT {SHOT_COLS} FROM screenshots WHERE expires_at <= ?1")).map_err(db_error)?;
+            st.query_map([now], shot_row).map_err(db_error)?.collect::<rusqlite::Result<_>>().map_err(db_error)?
+        };
+        tx.execute("DELETE FROM screenshots WHERE expires_at <= ?1", [now]).map_err(db_error)?;
+        tx.commit().map_err(db_error)?;
+        Ok(gone)
+    }
+
+    fn delete_shots_of(&self, owner_id: &str) -> Result<Vec<Shot>> {
+        let mut conn = self.conn();
+        let tx = conn.transaction().map_err(db_error)?;
+        let gone: Vec<Shot> = {
+            let mut st =
+                tx.prepare(&format!("SELECT {SHOT_COLS} FROM screenshots WHERE owner_id = ?1")).map_err(db_error)?;
+            st.query_map([owner_id], shot_row).map_err(db_error)?.collect::<rusqlite::Result<_>>().map_err(db_error)?
+        };
+        tx.execute("DELETE FROM screenshots WHERE owner_id = ?1", [owner_id]).map_err(db_error)?;
+        tx.commit().map_err(db_error)?;
+        Ok(gone)
+    }
+
+    fn setting_or_insert(&self, key: &str, value: &str) -> Result<String> {
+        let conn = self.conn();
+        conn.execute("INSERT OR IGNORE INTO settings (key, value) VALUES (?1, ?2)", params![key, value])
+            .map_err(db_error)?;
+        conn.query_row("SELECT value FROM settings WHERE key = ?1", [key], |r| r.get(0)).map_err(db_error)
+    }
+
+    fn set_setting(&self, key: &str, value: &str) -> Result<()> {
+        self.conn()
+            .execute(
+                "INSERT INTO settings (key, value) VALUES (?1, ?2) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                params![key, value],
+            )
+            .map(|_| ())
+            .map_err(db_error)
+    }
+
+    fn set_billing(
+        &self,
+        account_id: &str,
+        plan: &str,
+        customer_id: Option<&str>,
+        provider: Option<&str>,
+        subscription_id: Option<&str>,
+    ) -> Result<bool> {
+        self.conn()
+            .execute(
+                "UPDATE accounts SET plan = ?2, customer_id = COALESCE(?3, customer_id), subscription_provider = ?4, subscription_id = ?5 WHERE id = ?1",
+                params![account_id, plan, customer_id, provider, subscription_id],
+            )
+            .map(|n| n > 0)
+            .map_err(db_error)
+    }
+
+    fn account_by_billing(&self, customer_id: Option<&str>, subscription_id: Option<&str>) -> Result<Option<Account>> {
+        self.conn()
+            .query_row(
+                &format!(
+                    "SELECT {ACCOUNT_COLS} FROM accounts WHERE (?1 IS NOT NULL AND subscription_id = ?1) OR (?2 IS NOT NULL AND customer_id = ?2) ORDER BY (subscription_id = ?1) DESC LIMIT 1"
+                ),
+                params![subscription_id, customer_id],
+                account_row,
+            )
+            .optional()
+            .map_err(db_error)
+    }
+
+    fn first_billing_event(&self, id: &str, kind: &str, now: i64) -> Result<bool> {
+        self.conn()
+            .execute(
+                "INSERT OR IGNORE INTO billing_events (id, type, received_at) VALUES (?1, ?2, ?3)",
+                params![id, kind, now],
+            )
+            .map(|n| n == 1)
+            .map_err(db_error)
+    }
 }
 
 fn used(conn: &Connection, account_id: &str, period: i64) -> Result<i64> {
@@ -602,5 +736,44 @@ mod tests {
         drop(SqliteStore::open(&path).unwrap());
         let s = SqliteStore::open(&path).unwrap();
         assert_eq!(s.integrity_check().unwrap(), "ok");
+    }
+
+    #[test]
+    fn shots_settings_and_billing() {
+        let s = SqliteStore::in_memory().unwrap();
+        let shot = |id: &str, owner: &str, exp: i64| Shot {
+            id: id.into(),
+            owner_id: owner.into(),
+            account_id: "acct_a".into(),
+            name: "front".into(),
+            ext: "png".into(),
+            rv: 0.0,
+            rh: 90.0,
+            size: 512,
+            created_at: 0,
+            expires_at: exp,
+        };
+        s.put_shots(&[shot("shot_1", "rpt_1", 100), shot("shot_2", "rpt_1", 100), shot("shot_3", "rnd_1", 200)])
+            .unwrap();
+        assert_eq!(s.shots_of("rpt_1", "acct_a").unwrap().len(), 2);
+        assert!(s.shots_of("rpt_1", "acct_b").unwrap().is_empty());
+        assert_eq!(s.shot("shot_3").unwrap().unwrap().rh, 90.0);
+        assert_eq!(s.expire_shots(150).unwrap().len(), 2);
+        assert!(s.shot("shot_1").unwrap().is_none());
+        assert_eq!(s.delete_shots_of("rnd_1").unwrap().len(), 1);
+        assert_eq!(s.setting_or_insert("k", "first").unwrap(), "first");
+        assert_eq!(s.setting_or_insert("k", "second").unwrap(), "first");
+        s.set_setting("k", "third").unwrap();
+        assert_eq!(s.setting_or_insert("k", "x").unwrap(), "third");
+        let (acct, _) = s.create_account("free", None, 0).unwrap();
+        assert!(s.set_billing(&acct.id, "indie", Some("cus_1"), Some("stripe"), Some("sub_1")).unwrap());
+        assert_eq!(s.account_by_billing(None, Some("sub_1")).unwrap().unwrap().plan, "indie");
+        assert_eq!(s.account_by_billing(Some("cus_1"), None).unwrap().unwrap().id, acct.id);
+        assert!(s.account_by_billing(Some("cus_2"), Some("sub_2")).unwrap().is_none());
+        assert!(s.set_billing(&acct.id, "free", None, None, None).unwrap());
+        let a = s.account(&acct.id).unwrap().unwrap();
+        assert_eq!((a.customer_id.as_deref(), a.subscription_id), (Some("cus_1"), None), "the customer stays");
+        assert!(s.first_billing_event("evt_1", "x", 0).unwrap());
+        assert!(!s.first_billing_event("evt_1", "x", 1).unwrap());
     }
 }

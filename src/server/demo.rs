@@ -1,0 +1,158 @@
+//! Demo mode: the drag-and-drop page at `/` and POST /demo/validate.
+//!
+//! - The page is one HTML file (its CSS and JS inline) embedded in the
+//!   binary; no build step, no third-party requests.
+//! - POST /demo/validate takes a multipart `file` (and optionally `profile`)
+//!   without an API key. The server validates it in full mode with its own
+//!   demo account: a `mk_demo_` key made at start (the account once, stored
+//!   in the settings; a fresh key each start, the older ones revoked), held
+//!   in memory and never sent to the browser. Its credits are the demo
+//!   account's (plan `scale`).
+//! - Limits: 4.4 MB file (413 FILE_TOO_LARGE above), 10 requests per minute
+//!   per client IP (429 with Retry-After); screenshots are watermarked
+//!   "meshcheck demo" and stored like any report's (30 days, signed URLs).
+
+use super::AppState;
+use super::auth::{Caller, client_ip, limited, set_headers};
+use super::error::{ApiError, ApiResult};
+use super::validate::{Params, read_capped};
+use crate::error::{Error, ErrorCode};
+use crate::report::Mode;
+use crate::store::DEMO_KEY_PREFIX;
+use axum::body::Body;
+use axum::extract::{FromRequest, Multipart, Request, State};
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
+
+/// Text stamped on the demo's stills.
+pub const WATERMARK: &str = "meshcheck demo";
+/// Plan of the demo account.
+pub const DEMO_PLAN: &str = "scale";
+/// Room for the multipart framing around the file.
+const FRAMING: u64 = 64 << 10;
+
+const PAGE: &str = include_str!("demo/index.html");
+
+/// GET /: the demo page.
+pub async fn page() -> Response {
+    (
+        [
+            (header::CONTENT_TYPE, "text/html; charset=utf-8"),
+            (
+                header::CONTENT_SECURITY_POLICY,
+                "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src 'self' data: blob:; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
+            ),
+            (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
+            (header::REFERRER_POLICY, "no-referrer"),
+        ],
+        PAGE,
+    )
+        .into_response()
+}
+
+/// The demo account's caller, making the account (once) and a key (once
+/// per process) on first use.
+pub fn caller(state: &AppState) -> crate::error::Result<Caller> {
+    let mut held = state.demo_key.lock().unwrap_or_else(|p| p.into_inner());
+    if held.is_none() {
+        let now = state.clock.now();
+        let id = match state.store.setting_or_insert("demo_account_id", "")? {
+            id if !id.is_empty() && state.store.account(&id)?.is_some() => id,
+            _ => {
+                let (account, live_key) = state.store.create_account(DEMO_PLAN, Some("demo@meshcheck.invalid"), now)?;
+                state.store.revoke_key(&live_key, now)?;
+                state.store.set_setting("demo_account_id", &account.id)?;
+                account.id
+            }
+        };
+        let key = state.store.create_key(&id, DEMO_KEY_PREFIX, now)?;
+        for old in state.store.keys(&id)? {
+            if old.revoked_at.is_none() && !key.starts_with(&old.prefix) {
+                state.store.revoke_key(&old.prefix, now)?;
+            }
+        }
+        *held = Some(key);
+    }
+    let key = held.as_deref().unwrap_or_default();
+    let account = state.store.account_for_key(key)?.ok_or_else(|| Error::internal("the demo key is not live"))?;
+    let plan = super::plan::plan(&account.plan).ok_or_else(|| Error::internal("the demo account has no plan"))?;
+    Ok(Caller { account, plan })
+}
+
+/// POST /demo/validate.
+pub async fn validate(State(state): State<AppState>, req: Request) -> Response {
+    let d = state.limiter.take(&format!("demo:{}", client_ip(&req)), state.config.demo_per_min, state.clock.now_ms());
+    if !d.allowed {
+        return limited(&d);
+    }
+    let mut resp = match run(&state, req).await {
+        Ok(r) => r,
+        Err(e) => e.into_response(),
+    };
+    set_headers(resp.headers_mut(), &d);
+    resp
+}
+
+async fn run(state: &AppState, req: Request) -> ApiResult<Response> {
+    let max = state.config.demo_max_bytes;
+    let ctype = req.headers().get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("");
+    if !ctype.to_ascii_lowercase().starts_with("multipart/form-data") {
+        return Err(ApiError::new(ErrorCode::UnsupportedFormat, "send the file as multipart/form-data"));
+    }
+    let content_length: Option<u64> =
+        req.headers().get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()?.parse().ok());
+    if let Some(n) = content_length.filter(|&n| n > max + FRAMING) {
+        return Err(ApiError::too_large(n, max, "the demo file"));
+    }
+    let (parts, body) = req.into_parts();
+    let bytes = read_capped(body, content_length, max + FRAMING, "the demo file").await.map_err(|e| {
+        // The cap in words is the file's, not the framing's.
+        if e.0.code == ErrorCode::FileTooLarge { ApiError::too_large(max + 1, max, "the demo file") } else { e }
+    })?;
+    let mut mp = Multipart::from_request(Request::from_parts(parts, Body::from(bytes)), &())
+        .await
+        .map_err(|e| Error::bad_request(format!("not a valid multipart body: {}", e.body_text())))?;
+    let mut file = None;
+    let mut filename = String::from("upload");
+    let mut profile = String::from("web");
+    while let Some(field) =
+        mp.next_field().await.map_err(|e| Error::bad_request(format!("bad multipart body: {}", e.body_text())))?
+    {
+        match field.name().unwrap_or("") {
+            "file" => {
+                if let Some(n) = field.file_name() {
+                    filename = n.rsplit(['/', '\\']).next().unwrap_or(n).to_string();
+                }
+                file = Some(field.bytes().await.map_err(|e| Error::bad_request(e.body_text()))?.to_vec());
+            }
+            "profile" => profile = field.text().await.map_err(|e| Error::bad_request(e.body_text()))?,
+            other => {
+                return Err(
+                    Error::field(other, "unknown", format!("unknown field {other:?}; fields: file, profile")).into()
+                );
+            }
+        }
+    }
+    let Some(file) = file else {
+        return Err(Error::field("file", "missing", "drop a .glb or a .zip bundle").into());
+    };
+    if file.len() as u64 > max {
+        return Err(ApiError::too_large(file.len() as u64, max, "the demo file"));
+    }
+    let params = Params {
+        profile,
+        mode: Mode::Full,
+        overrides: Vec::new(),
+        weld_tolerance: None,
+        screenshots: true,
+        filename,
+        watermark: Some(WATERMARK.into()),
+    };
+    params.options(None)?;
+    super::validate::sniff(&file)?;
+    let st = state.clone();
+    let caller = tokio::task::spawn_blocking(move || caller(&st)).await.map_err(ApiError::internal)??;
+    let loaded = super::validate::Loaded { bytes: file, filename: String::new(), blob: None };
+    let body = super::validate::run_sync(state, &caller, params, loaded).await?;
+    Ok(super::validate::json_response(StatusCode::OK, body))
+}
