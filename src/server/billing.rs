@@ -438,7 +438,7 @@ pub async fn checkout(
     headers: HeaderMap,
     body: Body,
 ) -> ApiResult<Response> {
-    let cfg = configured(&state)?;
+    // The body first: a client mistake is 400 whether or not billing is configured.
     let bytes = read_body(body, &headers, CHECKOUT_MAX_BYTES).await.map_err(|e| match e {
         BodyError::TooLarge => {
             Error::field("body", "too large", format!("the body is larger than {CHECKOUT_MAX_BYTES} bytes"))
@@ -446,6 +446,7 @@ pub async fn checkout(
         BodyError::Read(why) => Error::field("body", "unreadable", format!("could not read the body: {why}")),
     })?;
     let plan = parse_checkout(&bytes)?;
+    let cfg = configured(&state)?;
     let account = &caller.account;
     if let (Some(_), Some(sub)) = (&account.subscription_provider, &account.subscription_id) {
         return Err(Error::field(
