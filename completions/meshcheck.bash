@@ -721,7 +721,7 @@ _meshcheck() {
             return 0
             ;;
         meshcheck__subcmd__serve)
-            opts="-h -V --addr --data-dir --base-url --allow-private-targets --fetch-allow-hosts --workers --log-format --help --version"
+            opts="-h -V --addr --data-dir --base-url --allow-private-targets --fetch-allow-hosts --workers --no-rate-limits --log-format --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

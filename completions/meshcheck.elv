@@ -101,6 +101,7 @@ set edit:completion:arg-completer[meshcheck] = {|@words|
             cand --workers 'Job workers [default: the number of cores]'
             cand --log-format 'Log format [default: text]'
             cand --allow-private-targets 'Let `url` fetches and webhooks reach loopback and private addresses (tests and closed networks only; logged as a warning)'
+            cand --no-rate-limits 'Turn the per-key and per-IP request limits off (a private deployment behind a gateway that limits, or conformance runs; credits still apply; logged as a warning)'
             cand -h 'Print help (see more with ''--help'')'
             cand --help 'Print help (see more with ''--help'')'
             cand -V 'Print version'

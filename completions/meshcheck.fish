@@ -89,6 +89,7 @@ complete -c meshcheck -n "__fish_meshcheck_using_subcommand serve" -l workers -d
 complete -c meshcheck -n "__fish_meshcheck_using_subcommand serve" -l log-format -d 'Log format [default: text]' -r -f -a "text\t'One human-readable line per event'
 json\t'One JSON object per event'"
 complete -c meshcheck -n "__fish_meshcheck_using_subcommand serve" -l allow-private-targets -d 'Let `url` fetches and webhooks reach loopback and private addresses (tests and closed networks only; logged as a warning)'
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand serve" -l no-rate-limits -d 'Turn the per-key and per-IP request limits off (a private deployment behind a gateway that limits, or conformance runs; credits still apply; logged as a warning)'
 complete -c meshcheck -n "__fish_meshcheck_using_subcommand serve" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c meshcheck -n "__fish_meshcheck_using_subcommand serve" -s V -l version -d 'Print version'
 complete -c meshcheck -n "__fish_meshcheck_using_subcommand accounts; and not __fish_seen_subcommand_from create list help" -l data-dir -d 'The server\'s data folder [default: ./meshcheck-data]' -r -F

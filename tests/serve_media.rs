@@ -266,6 +266,8 @@ async fn the_demo_page_and_its_endpoint() {
     assert!(page.headers["content-security-policy"].to_str().unwrap().contains("default-src 'none'"));
     let html = String::from_utf8_lossy(&page.bytes);
     assert!(html.contains("/demo/validate") && !html.contains("mk_demo_"));
+    let claim = format!("{} checks, measured against a budget", meshcheck::checks::catalog::CATALOG.len());
+    assert!(html.contains(&claim), "the page's check count follows the catalog ({claim})");
 
     let r = s.post_form("/demo/validate", None, &box_glb(), &[]).await;
     let report = r.ok(200).clone();
@@ -362,4 +364,19 @@ fn render_failed_is_502_and_refunded() {
     let acct = store.account_for_key(&key).unwrap().unwrap();
     let rows: Vec<i64> = store.ledger(&acct.id, acct.created_at).unwrap().into_iter().map(|r| r.1).collect();
     assert_eq!(rows, vec![2, -2], "charged once the input loaded, then refunded");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn request_limits_can_be_turned_off_but_credits_still_apply() {
+    let s = srv_with(|c| c.rate_limits = false);
+    let (_, key) = s.account("free");
+    for _ in 0..15 {
+        let r = s.get("/v1/account", Some(&key)).await;
+        assert_eq!(r.status, 200, "free allows 10 per minute with limits on");
+    }
+    for _ in 0..15 {
+        assert_eq!(s.get("/v1/schema/report.json", None).await.status, 200);
+    }
+    s.post_file(&key, &box_glb(), &[]).await.ok(200);
+    assert_eq!(ledger(&s, &key), vec![1]);
 }

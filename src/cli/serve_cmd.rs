@@ -47,6 +47,11 @@ pub struct ServeArgs {
     /// Job workers [default: the number of cores].
     #[arg(long, value_name = "N")]
     pub workers: Option<usize>,
+    /// Turn the per-key and per-IP request limits off (a private deployment
+    /// behind a gateway that limits, or conformance runs; credits still
+    /// apply; logged as a warning).
+    #[arg(long, env = "MESHCHECK_NO_RATE_LIMITS")]
+    pub no_rate_limits: bool,
     /// Log format [default: text].
     #[arg(long, env = "MESHCHECK_LOG_FORMAT", value_enum)]
     pub log_format: Option<LogFormat>,
@@ -62,6 +67,7 @@ struct FileServe {
     workers: Option<usize>,
     log_format: Option<LogFormat>,
     fetch_allow_hosts: Option<Vec<String>>,
+    rate_limits: Option<bool>,
 }
 
 fn file_settings() -> Result<FileServe> {
@@ -256,6 +262,10 @@ pub fn serve(args: ServeArgs) -> Result<i32> {
         config.stripe = server::billing::StripeConfig::from_env()?;
         if config.stripe.is_none() {
             tracing::info!("STRIPE_SECRET_KEY is not set: the billing routes answer 503 BILLING_UNAVAILABLE");
+        }
+        config.rate_limits = !args.no_rate_limits && file.rate_limits.unwrap_or(true);
+        if !config.rate_limits {
+            tracing::warn!("--no-rate-limits: no request limits per key or per IP (credits still apply)");
         }
         if config.allow_private_targets {
             tracing::warn!("--allow-private-targets: url fetches and webhooks may reach loopback and private networks");

@@ -58,7 +58,7 @@ pub(crate) fn limited(d: &Decision) -> Response {
 
 /// Takes a token from the client IP's public bucket.
 fn take_ip(state: &AppState, req: &Request, per_min: u64) -> Decision {
-    state.limiter.take(&format!("ip:{}", client_ip(req)), per_min, state.clock.now_ms())
+    state.take(&format!("ip:{}", client_ip(req)), per_min)
 }
 
 /// Authenticates the key and applies its plan's rate limit.
@@ -86,7 +86,7 @@ pub async fn require_key(State(state): State<AppState>, mut req: Request, next: 
     let Some(plan) = plan::plan(&account.plan) else {
         return ApiError::internal(format!("account {} has unknown plan {}", account.id, account.plan)).into_response();
     };
-    let d = state.limiter.take(&format!("key:{}", key_hash(&key)), plan.rate_per_min as u64, state.clock.now_ms());
+    let d = state.take(&format!("key:{}", key_hash(&key)), plan.rate_per_min as u64);
     if !d.allowed {
         return limited(&d);
     }
@@ -100,6 +100,18 @@ pub async fn require_key(State(state): State<AppState>, mut req: Request, next: 
 /// The public routes' per-IP limit.
 pub async fn per_ip(State(state): State<AppState>, req: Request, next: Next) -> Response {
     let d = take_ip(&state, &req, state.config.public_per_min);
+    if !d.allowed {
+        return limited(&d);
+    }
+    let mut resp = next.run(req).await;
+    set_headers(resp.headers_mut(), &d);
+    resp
+}
+
+/// The screenshot route's own, larger per-IP bucket: a page shows several
+/// stills per report, and the signed URL is the authorisation.
+pub async fn per_ip_media(State(state): State<AppState>, req: Request, next: Next) -> Response {
+    let d = state.take(&format!("media:{}", client_ip(&req)), state.config.media_per_min);
     if !d.allowed {
         return limited(&d);
     }

@@ -81,7 +81,7 @@ pub fn caller(state: &AppState) -> crate::error::Result<Caller> {
 
 /// POST /demo/validate.
 pub async fn validate(State(state): State<AppState>, req: Request) -> Response {
-    let d = state.limiter.take(&format!("demo:{}", client_ip(&req)), state.config.demo_per_min, state.clock.now_ms());
+    let d = state.take(&format!("demo:{}", client_ip(&req)), state.config.demo_per_min);
     if !d.allowed {
         return limited(&d);
     }

@@ -97,6 +97,11 @@ pub struct Config {
     pub vision: Option<crate::vision::Config>,
     /// Stripe (none: the billing routes answer 503 BILLING_UNAVAILABLE).
     pub stripe: Option<billing::StripeConfig>,
+    /// Whether the per-key and per-IP request limits apply (off only for a
+    /// private deployment behind a limiting gateway, or conformance runs).
+    pub rate_limits: bool,
+    /// Requests per minute per client IP on the screenshot route.
+    pub media_per_min: u64,
     /// Requests per minute per client IP on POST /demo/validate.
     pub demo_per_min: u64,
     /// Largest file the demo accepts.
@@ -129,6 +134,8 @@ impl Config {
             webhook_attempts: 8,
             vision: None,
             stripe: None,
+            rate_limits: true,
+            media_per_min: 600,
             demo_per_min: 10,
             demo_max_bytes: 4_400_000,
         }
@@ -258,6 +265,21 @@ impl AppState {
         .map_err(|e| crate::error::Error::internal(format!("engine task failed: {e}")))
     }
 
+    /// Takes a token from bucket `key` of `per_min` per minute; always
+    /// allowed (a full bucket) when rate limits are off.
+    pub fn take(&self, key: &str, per_min: u64) -> ratelimit::Decision {
+        if !self.config.rate_limits {
+            return ratelimit::Decision {
+                allowed: true,
+                limit: per_min,
+                remaining: per_min,
+                reset_s: 0,
+                retry_after_s: 0,
+            };
+        }
+        self.limiter.take(key, per_min, self.clock.now_ms())
+    }
+
     /// Whether a shutdown has begun.
     pub fn is_stopping(&self) -> bool {
         *self.stopping.borrow()
@@ -283,12 +305,15 @@ pub fn router(state: AppState) -> Router {
         .route("/v1/openapi.json", get(public::openapi))
         .route("/v1/schema/{file}", get(public::schema))
         .route("/llms.txt", get(public::llms))
-        .route("/v1/screenshots/{file}", get(media::screenshot))
         .route("/", get(demo::page))
         .route_layer(axum::middleware::from_fn_with_state(state.clone(), auth::per_ip));
+    let media = Router::new()
+        .route("/v1/screenshots/{file}", get(media::screenshot))
+        .route_layer(axum::middleware::from_fn_with_state(state.clone(), auth::per_ip_media));
     Router::new()
         .merge(authed)
         .merge(public)
+        .merge(media)
         .route("/healthz", get(public::healthz))
         .route("/demo/validate", post(demo::validate))
         .route("/v1/billing/webhook", post(billing::webhook))

@@ -37,10 +37,18 @@ pub const ROUTES: &[(&str, &str, &str, &str, bool)] = &[
     ("get", "/v1/jobs/{id}", "getJob", "Poll an async job", true),
     ("get", "/v1/reports/{id}", "getReport", "Fetch a stored report (30 days)", true),
     ("get", "/v1/account", "getAccount", "The account snapshot", true),
+    ("post", "/v1/render", "render", "Render stills (or a turntable GIF) under the studio rig", true),
+    ("post", "/v1/inspect", "inspect", "Ask a vision model about renders (non-deterministic)", true),
+    ("post", "/v1/billing/checkout", "billingCheckout", "Start a Stripe Checkout for a plan", true),
+    ("post", "/v1/billing/portal", "billingPortal", "Open the Stripe Customer Portal", true),
+    ("post", "/v1/billing/webhook", "billingWebhook", "Stripe's signed events (called by Stripe)", false),
+    ("get", "/v1/screenshots/{file}", "getScreenshot", "A stored still or turntable, by signed URL", false),
     ("get", "/v1/schema/{name}.json", "getSchema", "A JSON Schema (draft 2020-12)", false),
     ("get", "/v1/openapi.json", "getOpenApi", "This document", false),
     ("get", "/llms.txt", "getLlmsTxt", "Plain-text orientation for language models", false),
     ("get", "/healthz", "health", "Liveness and readiness", false),
+    ("get", "/", "demoPage", "The demo page (drag and drop)", false),
+    ("post", "/demo/validate", "demoValidate", "Validate a file on the demo account (no key)", false),
 ];
 
 /// Moves `$defs` of a schemars schema into `defs` and points its `$ref`s at
@@ -138,6 +146,51 @@ fn errors_for(op: &str, authed: bool) -> Vec<(u16, Vec<ErrorCode>)> {
             out.push((410, vec![ReportExpired]));
         }
         "getSchema" => out.push((404, vec![NotFound])),
+        "render" => {
+            out.push((400, vec![BadRequest]));
+            out.push((402, vec![InsufficientCredits]));
+            out.push((404, vec![NotFound]));
+            out.push((413, vec![FileTooLarge]));
+            out.push((415, vec![UnsupportedFormat]));
+            out.push((422, vec![MalformedGltf, BundleIncomplete, FetchFailed]));
+            out.push((502, vec![RenderFailed]));
+        }
+        "inspect" => {
+            out.push((400, vec![BadRequest]));
+            out.push((402, vec![InsufficientCredits]));
+            out.push((404, vec![NotFound]));
+            out.push((410, vec![ReportExpired]));
+            out.push((413, vec![FileTooLarge]));
+            out.push((415, vec![UnsupportedFormat]));
+            out.push((422, vec![MalformedGltf, BundleIncomplete, FetchFailed]));
+            out.push((502, vec![RenderFailed]));
+            out.push((503, vec![InspectUnavailable]));
+        }
+        "billingCheckout" => {
+            out.push((400, vec![BadRequest]));
+            out.push((503, vec![BillingUnavailable]));
+        }
+        "billingPortal" => {
+            out.push((404, vec![NotFound]));
+            out.push((503, vec![BillingUnavailable]));
+        }
+        "billingWebhook" => {
+            out.push((400, vec![BadRequest]));
+            out.push((413, vec![FileTooLarge]));
+            out.push((503, vec![BillingUnavailable]));
+        }
+        "getScreenshot" => {
+            out.push((404, vec![NotFound]));
+            out.push((410, vec![ReportExpired]));
+        }
+        "demoValidate" => {
+            out.push((400, vec![BadRequest]));
+            out.push((402, vec![InsufficientCredits]));
+            out.push((413, vec![FileTooLarge]));
+            out.push((415, vec![UnsupportedFormat]));
+            out.push((422, vec![MalformedGltf, BundleIncomplete]));
+            out.push((502, vec![RenderFailed]));
+        }
         _ => {}
     }
     out.sort_by_key(|(s, _)| *s);
@@ -169,7 +222,7 @@ fn options_properties(multipart: bool) -> Map<String, Value> {
     } else {
         p.insert("overrides".into(), overrides);
     }
-    p.insert("screenshots".into(), json!({"type": "boolean", "default": false, "description": "Asks for the full-mode stills with the report. Accepted; this version does not store stills yet, so reports carry no screenshots."}));
+    p.insert("screenshots".into(), json!({"type": "boolean", "default": false, "description": "mode full only (400 otherwise): the six standard stills are stored for 30 days and listed in the report's screenshots with signed URLs."}));
     p.insert(
         "weld_tolerance".into(),
         json!({"type": "number", "minimum": 0, "maximum": 1, "description": "Weld tolerance in metres (0 to 1)."}),
@@ -191,6 +244,94 @@ fn components() -> Value {
         &mut schemas,
     );
     schemas.insert("CheckResult".into(), check);
+    let render = hoist(
+        serde_json::to_value(schemars::schema_for!(crate::report::RenderReport)).unwrap_or_default(),
+        &mut schemas,
+    );
+    schemas.insert("RenderReport".into(), render);
+    let answer = hoist(
+        serde_json::to_value(schemars::schema_for!(crate::vision::InspectAnswer)).unwrap_or_default(),
+        &mut schemas,
+    );
+    schemas.insert("InspectAnswer".into(), answer);
+    let input_props = |multipart: bool| -> Map<String, Value> {
+        let mut p = Map::new();
+        if multipart {
+            p.insert("file".into(), json!({"type": "string", "contentMediaType": "application/octet-stream", "description": "A .glb, or a .zip bundle holding a .gltf and its resources."}));
+        }
+        p.insert("url".into(), json!({"type": "string", "format": "uri", "description": "Fetched by the server: http(s), up to 25 MB, 10 s, public addresses only."}));
+        p.insert("blob_id".into(), json!({"type": "string", "description": "From POST /v1/uploads, after its PUT."}));
+        p
+    };
+    let angle = json!({"type": "object", "required": ["rv", "rh"], "additionalProperties": false, "properties": {
+        "rv": {"type": "number", "minimum": -90, "maximum": 90, "description": "Elevation, degrees."},
+        "rh": {"type": "number", "minimum": 0, "maximum": 360, "description": "Azimuth around +Y from the front (+Z) towards +X, degrees."}}});
+    let turntable = json!({"type": "object", "additionalProperties": false, "properties": {
+        "frames": {"type": "integer", "minimum": 8, "maximum": 120, "default": 36},
+        "format": {"type": "string", "enum": ["gif"], "default": "gif"},
+        "size": {"type": "integer", "minimum": 128, "maximum": 1024, "default": 512}}});
+    for multipart in [false, true] {
+        let mut p = input_props(multipart);
+        let text = |desc: &str| json!({"type": "string", "description": desc});
+        if multipart {
+            p.insert("angles".into(), text("A JSON array of 1 to 12 {rv, rh}; omitted: the six standard views."));
+            p.insert(
+                "turntable".into(),
+                text("A JSON object {frames 8..120, format gif, size 128..1024}: always a job."),
+            );
+        } else {
+            p.insert("angles".into(), json!({"type": "array", "minItems": 1, "maxItems": 12, "items": angle}));
+            p.insert("turntable".into(), turntable.clone());
+        }
+        p.insert("size".into(), json!({"type": "integer", "minimum": 128, "maximum": 1024, "default": 1024}));
+        p.insert(
+            "background".into(),
+            json!({"type": "string", "pattern": "^(#[0-9A-Fa-f]{6}|transparent)$", "default": "#F2F2F2"}),
+        );
+        p.insert("lighting".into(), json!({"type": "string", "enum": ["studio"], "default": "studio"}));
+        p.insert(
+            "webhook_url".into(),
+            json!({"type": "string", "format": "uri", "description": "Jobs only (turntables, inputs above 20 MB)."}),
+        );
+        let name = if multipart { "RenderMultipart" } else { "RenderJson" };
+        let mut schema = json!({"type": "object", "additionalProperties": false, "properties": p});
+        if multipart {
+            schema["required"] = json!(["file"]);
+        } else {
+            schema["oneOf"] = json!([{"required": ["url"], "not": {"required": ["blob_id"]}}, {"required": ["blob_id"], "not": {"required": ["url"]}}]);
+        }
+        schemas.insert(name.into(), schema);
+
+        let mut p = input_props(multipart);
+        if !multipart {
+            p.insert("render_id".into(), json!({"type": "string", "description": "A render (rnd_) or a full validate with screenshots (rpt_): its stored stills are shown to the model."}));
+        }
+        p.insert("check".into(), json!({"type": "string", "enum": ["VIS-001", "VIS-002", "VIS-003"]}));
+        p.insert("prompt".into(), json!({"type": "string", "minLength": 1, "maxLength": 2000, "description": "VIS-001 only, required there: what the asset should be."}));
+        p.insert("question".into(), json!({"type": "string", "minLength": 1, "maxLength": 2000, "description": "VIS-003 only, required there."}));
+        let name = if multipart { "InspectMultipart" } else { "InspectJson" };
+        let required = if multipart { json!(["file", "check"]) } else { json!(["check"]) };
+        schemas.insert(
+            name.into(),
+            json!({"type": "object", "additionalProperties": false, "required": required, "properties": p,
+                "description": "Exactly one input (file, url, blob_id or render_id); prompt with VIS-001 only, question with VIS-003 only."}),
+        );
+    }
+    schemas.insert(
+        "CheckoutRequest".into(),
+        json!({"type": "object", "required": ["plan"], "additionalProperties": false, "properties": {
+            "plan": {"type": "string", "enum": ["indie", "studio", "scale"]}}}),
+    );
+    schemas.insert(
+        "SessionUrl".into(),
+        json!({"type": "object", "required": ["url"], "properties": {"url": {"type": "string", "format": "uri"}}}),
+    );
+    schemas.insert(
+        "DemoMultipart".into(),
+        json!({"type": "object", "required": ["file"], "additionalProperties": false, "properties": {
+            "file": {"type": "string", "contentMediaType": "application/octet-stream", "description": "A .glb or .zip bundle, up to 4,400,000 bytes."},
+            "profile": {"type": "string", "enum": crate::profile::BUILTIN_NAMES, "default": "web"}}}),
+    );
     let codes: Vec<&str> = ERROR_CODES.iter().map(|c| c.as_str()).collect();
     schemas.insert(
         "Error".into(),
@@ -217,8 +358,8 @@ fn components() -> Value {
                 "job_id": {"type": "string"},
                 "status": {"type": "string", "enum": ["queued", "processing", "done", "failed"]},
                 "poll": {"type": "string", "description": "Relative poll path /v1/jobs/{id}."},
-                "result": {"description": "Null while queued or processing; the report when done; the error envelope when failed.",
-                    "oneOf": [{"type": "null"}, schema_ref("Report"), schema_ref("Error")]},
+                "result": {"description": "Null while queued or processing; the report (validate) or render report (render) when done; the error envelope when failed.",
+                    "anyOf": [{"type": "null"}, schema_ref("Report"), schema_ref("RenderReport"), schema_ref("Error")]},
             },
         }),
     );
@@ -288,6 +429,83 @@ fn operation(op: &str, summary: &str, authed: bool) -> Value {
             responses.insert("200".into(), ok_json("The report.", schema_ref("Report")));
             responses
                 .insert("202".into(), ok_json("The input is above 20 MB: a job to poll.", schema_ref("JobEnvelope")));
+        }
+        "render" => {
+            o.insert("description".into(), json!("Stills of an input up to 20 MB answer 200 with the render report; a turntable, or a larger input, is a job (202). Costs 2 credits per started block of 6 stills, plus 2 for a turntable (a turntable with up to 6 stills: 4); charged once the input has loaded, refunded on 502 RENDER_FAILED. Stills and GIFs are kept 30 days behind signed URLs."));
+            o.insert(
+                "requestBody".into(),
+                json!({"required": true, "content": {
+                "multipart/form-data": {"schema": schema_ref("RenderMultipart")},
+                "application/json": {"schema": schema_ref("RenderJson")}}}),
+            );
+            responses.insert("200".into(), ok_json("The render report.", schema_ref("RenderReport")));
+            responses.insert(
+                "202".into(),
+                ok_json("A turntable or an input above 20 MB: a job to poll.", schema_ref("JobEnvelope")),
+            );
+        }
+        "inspect" => {
+            o.insert("description".into(), json!("Non-deterministic: a vision model answers about six renders (file, url, blob_id: rendered fresh) or the stored stills of render_id. Costs 8 credits, refunded when the model gives no valid answer (503 INSPECT_UNAVAILABLE, also when no model is configured: nothing charged)."));
+            o.insert(
+                "requestBody".into(),
+                json!({"required": true, "content": {
+                "multipart/form-data": {"schema": schema_ref("InspectMultipart")},
+                "application/json": {"schema": schema_ref("InspectJson")}}}),
+            );
+            responses.insert("200".into(), ok_json("The answer envelope.", schema_ref("InspectAnswer")));
+        }
+        "billingCheckout" => {
+            o.insert("description".into(), json!("Creates a subscription-mode Stripe Checkout Session for the account; the plan applies when Stripe's checkout.session.completed event arrives (POST /v1/billing/webhook). 503 BILLING_UNAVAILABLE when the server has no Stripe configuration."));
+            o.insert(
+                "requestBody".into(),
+                json!({"required": true, "content": {"application/json": {"schema": schema_ref("CheckoutRequest")}}}),
+            );
+            responses.insert("200".into(), ok_json("The hosted checkout page.", schema_ref("SessionUrl")));
+        }
+        "billingPortal" => {
+            o.insert(
+                "description".into(),
+                json!("A Stripe Customer Portal session for the account's customer (404 before the first checkout)."),
+            );
+            responses.insert("200".into(), ok_json("The customer-portal page.", schema_ref("SessionUrl")));
+        }
+        "billingWebhook" => {
+            o.insert("description".into(), json!("Called by Stripe, not by clients: the event is verified with the Stripe-Signature header (HMAC-SHA256, 300 s tolerance) and applied once per event id (checkout.session.completed, customer.subscription.created/updated/deleted)."));
+            o.insert("parameters".into(), json!([{"name": "Stripe-Signature", "in": "header", "required": false, "schema": {"type": "string"}, "description": "t=<unix>,v1=<hex HMAC-SHA256>; required in practice (400 without it)."}]));
+            o.insert("requestBody".into(), json!({"required": false, "content": {"application/json": {"schema": {}}}}));
+            responses.insert(
+                "200".into(),
+                json!({"description": "Received.", "content": {"application/json": {"schema": {"type": "object"}}}}),
+            );
+        }
+        "getScreenshot" => {
+            o.insert("description".into(), json!("Only through the signed URLs in reports: exp is the owner's expiry, sig its HMAC. A bad signature is 404; past exp, 410."));
+            o.insert(
+                "parameters".into(),
+                json!([path_param("file", "{shot_id}.png or {shot_id}.gif"),
+                    {"name": "exp", "in": "query", "required": false, "schema": {"type": "string"}},
+                    {"name": "sig", "in": "query", "required": false, "schema": {"type": "string"}}]),
+            );
+            responses.insert(
+                "200".into(),
+                json!({"description": "The image.", "headers": rate_headers(), "content": {
+                    "image/png": {"schema": {"type": "string", "contentMediaType": "image/png"}},
+                    "image/gif": {"schema": {"type": "string", "contentMediaType": "image/gif"}}}}),
+            );
+        }
+        "demoPage" => {
+            responses.insert(
+                "200".into(),
+                json!({"description": "The page.", "headers": rate_headers(), "content": {"text/html": {"schema": {"type": "string"}}}}),
+            );
+        }
+        "demoValidate" => {
+            o.insert("description".into(), json!("The demo widget's endpoint: full mode on the server's demo account, no key, 4.4 MB, 10 requests per minute per client IP, watermarked screenshots."));
+            o.insert(
+                "requestBody".into(),
+                json!({"required": true, "content": {"multipart/form-data": {"schema": schema_ref("DemoMultipart")}}}),
+            );
+            responses.insert("200".into(), ok_json("The report, with screenshots.", schema_ref("Report")));
         }
         "beginUpload" => {
             responses.insert("201".into(), ok_json("The upload handshake.", schema_ref("UploadBegin")));
