@@ -125,16 +125,18 @@ fn errors_for(op: &str, authed: bool) -> Vec<(u16, Vec<ErrorCode>)> {
     }
     out.push((429, vec![RateLimited]));
     out.push((500, vec![Internal]));
+    // What an engine call on a file, url or blob_id can answer.
+    let input_errors = [
+        (400, vec![BadRequest]),
+        (402, vec![InsufficientCredits]),
+        (404, vec![NotFound]),
+        (413, vec![FileTooLarge]),
+        (415, vec![UnsupportedFormat]),
+        (422, vec![MalformedGltf, BundleIncomplete, FetchFailed]),
+        (502, vec![RenderFailed]),
+    ];
     match op {
-        "validate" => {
-            out.push((400, vec![BadRequest]));
-            out.push((402, vec![InsufficientCredits]));
-            out.push((404, vec![NotFound]));
-            out.push((413, vec![FileTooLarge]));
-            out.push((415, vec![UnsupportedFormat]));
-            out.push((422, vec![MalformedGltf, BundleIncomplete, FetchFailed]));
-            out.push((502, vec![RenderFailed]));
-        }
+        "validate" | "render" => out.extend(input_errors),
         "putUpload" => {
             out.push((400, vec![BadRequest]));
             out.push((404, vec![NotFound]));
@@ -146,24 +148,9 @@ fn errors_for(op: &str, authed: bool) -> Vec<(u16, Vec<ErrorCode>)> {
             out.push((410, vec![ReportExpired]));
         }
         "getSchema" => out.push((404, vec![NotFound])),
-        "render" => {
-            out.push((400, vec![BadRequest]));
-            out.push((402, vec![InsufficientCredits]));
-            out.push((404, vec![NotFound]));
-            out.push((413, vec![FileTooLarge]));
-            out.push((415, vec![UnsupportedFormat]));
-            out.push((422, vec![MalformedGltf, BundleIncomplete, FetchFailed]));
-            out.push((502, vec![RenderFailed]));
-        }
         "inspect" => {
-            out.push((400, vec![BadRequest]));
-            out.push((402, vec![InsufficientCredits]));
-            out.push((404, vec![NotFound]));
+            out.extend(input_errors);
             out.push((410, vec![ReportExpired]));
-            out.push((413, vec![FileTooLarge]));
-            out.push((415, vec![UnsupportedFormat]));
-            out.push((422, vec![MalformedGltf, BundleIncomplete, FetchFailed]));
-            out.push((502, vec![RenderFailed]));
             out.push((503, vec![InspectUnavailable]));
         }
         "billingCheckout" => {
@@ -183,14 +170,7 @@ fn errors_for(op: &str, authed: bool) -> Vec<(u16, Vec<ErrorCode>)> {
             out.push((404, vec![NotFound]));
             out.push((410, vec![ReportExpired]));
         }
-        "demoValidate" => {
-            out.push((400, vec![BadRequest]));
-            out.push((402, vec![InsufficientCredits]));
-            out.push((413, vec![FileTooLarge]));
-            out.push((415, vec![UnsupportedFormat]));
-            out.push((422, vec![MalformedGltf, BundleIncomplete]));
-            out.push((502, vec![RenderFailed]));
-        }
+        "demoValidate" => out.extend(input_errors.into_iter().filter(|(status, _)| *status != 404)),
         _ => {}
     }
     out.sort_by_key(|(s, _)| *s);

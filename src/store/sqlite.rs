@@ -63,6 +63,20 @@ impl SqliteStore {
         self.conn.lock().unwrap_or_else(|p| p.into_inner())
     }
 
+    /// Deletes the screenshot rows matching `filter` (one parameter) and returns them.
+    fn take_shots(&self, filter: &str, param: &dyn rusqlite::ToSql) -> Result<Vec<Shot>> {
+        let mut conn = self.conn();
+        let tx = conn.transaction().map_err(db_error)?;
+        let gone: Vec<Shot> = {
+            let mut st =
+                tx.prepare(&format!("SELECT {SHOT_COLS} FROM screenshots WHERE {filter}")).map_err(db_error)?;
+            st.query_map([param], shot_row).map_err(db_error)?.collect::<rusqlite::Result<_>>().map_err(db_error)?
+        };
+        tx.execute(&format!("DELETE FROM screenshots WHERE {filter}"), [param]).map_err(db_error)?;
+        tx.commit().map_err(db_error)?;
+        Ok(gone)
+    }
+
     /// `PRAGMA integrity_check`: "ok" when the file is sound.
     pub fn integrity_check(&self) -> Result<String> {
         self.conn().query_row("PRAGMA integrity_check", [], |r| r.get(0)).map_err(db_error)
@@ -597,29 +611,11 @@ impl Store for SqliteStore {
     }
 
     fn expire_shots(&self, now: i64) -> Result<Vec<Shot>> {
-        let mut conn = self.conn();
-        let tx = conn.transaction().map_err(db_error)?;
-        let gone: Vec<Shot> = {
-            let mut st =
-                tx.prepare(&format!("SELECT {SHOT_COLS} FROM screenshots WHERE expires_at <= ?1")).map_err(db_error)?;
-            st.query_map([now], shot_row).map_err(db_error)?.collect::<rusqlite::Result<_>>().map_err(db_error)?
-        };
-        tx.execute("DELETE FROM screenshots WHERE expires_at <= ?1", [now]).map_err(db_error)?;
-        tx.commit().map_err(db_error)?;
-        Ok(gone)
+        self.take_shots("expires_at <= ?1", &now)
     }
 
     fn delete_shots_of(&self, owner_id: &str) -> Result<Vec<Shot>> {
-        let mut conn = self.conn();
-        let tx = conn.transaction().map_err(db_error)?;
-        let gone: Vec<Shot> = {
-            let mut st =
-                tx.prepare(&format!("SELECT {SHOT_COLS} FROM screenshots WHERE owner_id = ?1")).map_err(db_error)?;
-            st.query_map([owner_id], shot_row).map_err(db_error)?.collect::<rusqlite::Result<_>>().map_err(db_error)?
-        };
-        tx.execute("DELETE FROM screenshots WHERE owner_id = ?1", [owner_id]).map_err(db_error)?;
-        tx.commit().map_err(db_error)?;
-        Ok(gone)
+        self.take_shots("owner_id = ?1", &owner_id)
     }
 
     fn setting_or_insert(&self, key: &str, value: &str) -> Result<String> {
