@@ -36,6 +36,8 @@
 //! ```sh
 //! cargo bench --bench serve        # MESHCHECK_BENCH_REQUESTS=N: N at 8 clients, 2N at 32 (default 400)
 //! MESHCHECK_BENCH_CASE=full cargo bench --bench serve
+//! # stills are drawn in a render worker process, as `meshcheck serve` does;
+//! # MESHCHECK_BENCH_RENDER=in-process draws in the server instead
 //! # MESHCHECK_BENCH_FULL_REQUESTS=N (default 24), MESHCHECK_BENCH_FULL_CLIENTS=N (default 4)
 //! ```
 //!
@@ -836,6 +838,12 @@ fn main() {
         let mut config = Config::new(tmp.path().to_path_buf(), &base_url);
         if let Some(n) = std::env::var("MESHCHECK_BENCH_SLOTS").ok().and_then(|v| v.parse().ok()) {
             config.engine_slots = n;
+        }
+        // Draw as `meshcheck serve` does: in a replaceable worker process,
+        // unless MESHCHECK_BENCH_RENDER=in-process.
+        if std::env::var("MESHCHECK_BENCH_RENDER").as_deref() != Ok("in-process") {
+            let exe = std::path::PathBuf::from(env!("CARGO_BIN_EXE_meshcheck"));
+            config.render_worker = Some((exe, meshcheck::render::worker::Limits::default()));
         }
         let (workers, slots) = (config.workers, config.engine_slots);
         let state = AppState::open(config).unwrap_or_else(|e| fail(format!("AppState::open: {}", e.message)));

@@ -34,6 +34,7 @@ Register-ArgumentCompleter -Native -CommandName 'meshcheck' -ScriptBlock {
             [CompletionResult]::new('accounts', 'accounts', [CompletionResultType]::ParameterValue, 'Create and list service accounts (in the server''s data folder)')
             [CompletionResult]::new('keys', 'keys', [CompletionResultType]::ParameterValue, 'Create and revoke API keys of service accounts')
             [CompletionResult]::new('generate', 'generate', [CompletionResultType]::ParameterValue, 'Regenerate completions, man pages, schemas and docs/checks.md (for maintainers)')
+            [CompletionResult]::new('render-worker', 'render-worker', [CompletionResultType]::ParameterValue, 'Draw stills for `meshcheck serve` over stdin and stdout (started by the server)')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
             break
         }
@@ -111,6 +112,7 @@ Register-ArgumentCompleter -Native -CommandName 'meshcheck' -ScriptBlock {
             [CompletionResult]::new('--log-format', '--log-format', [CompletionResultType]::ParameterName, 'Log format [default: text]')
             [CompletionResult]::new('--allow-private-targets', '--allow-private-targets', [CompletionResultType]::ParameterName, 'Let `url` fetches and webhooks reach loopback and private addresses (tests and closed networks only; logged as a warning)')
             [CompletionResult]::new('--no-rate-limits', '--no-rate-limits', [CompletionResultType]::ParameterName, 'Turn the per-key and per-IP request limits off (a private deployment behind a gateway that limits, or conformance runs; credits still apply; logged as a warning)')
+            [CompletionResult]::new('--render-in-process', '--render-in-process', [CompletionResultType]::ParameterName, 'Draw stills in the server process instead of a worker process that is replaced every 50 renders or at 1 GB (for GPU drivers that do not leak; Mesa''s lavapipe does)')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
@@ -213,6 +215,13 @@ Register-ArgumentCompleter -Native -CommandName 'meshcheck' -ScriptBlock {
             [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
             break
         }
+        'meshcheck;render-worker' {
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
         'meshcheck;help' {
             [CompletionResult]::new('validate', 'validate', [CompletionResultType]::ParameterValue, 'Validate assets (files or folders) and print their reports')
             [CompletionResult]::new('checks', 'checks', [CompletionResultType]::ParameterValue, 'List the check catalog with the thresholds of a profile')
@@ -223,6 +232,7 @@ Register-ArgumentCompleter -Native -CommandName 'meshcheck' -ScriptBlock {
             [CompletionResult]::new('accounts', 'accounts', [CompletionResultType]::ParameterValue, 'Create and list service accounts (in the server''s data folder)')
             [CompletionResult]::new('keys', 'keys', [CompletionResultType]::ParameterValue, 'Create and revoke API keys of service accounts')
             [CompletionResult]::new('generate', 'generate', [CompletionResultType]::ParameterValue, 'Regenerate completions, man pages, schemas and docs/checks.md (for maintainers)')
+            [CompletionResult]::new('render-worker', 'render-worker', [CompletionResultType]::ParameterValue, 'Draw stills for `meshcheck serve` over stdin and stdout (started by the server)')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
             break
         }
@@ -267,6 +277,9 @@ Register-ArgumentCompleter -Native -CommandName 'meshcheck' -ScriptBlock {
             break
         }
         'meshcheck;help;generate' {
+            break
+        }
+        'meshcheck;help;render-worker' {
             break
         }
         'meshcheck;help;help' {

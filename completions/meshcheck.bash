@@ -40,6 +40,9 @@ _meshcheck() {
             meshcheck,render)
                 cmd="meshcheck__subcmd__render"
                 ;;
+            meshcheck,render-worker)
+                cmd="meshcheck__subcmd__render__subcmd__worker"
+                ;;
             meshcheck,serve)
                 cmd="meshcheck__subcmd__serve"
                 ;;
@@ -88,6 +91,9 @@ _meshcheck() {
             meshcheck__subcmd__help,render)
                 cmd="meshcheck__subcmd__help__subcmd__render"
                 ;;
+            meshcheck__subcmd__help,render-worker)
+                cmd="meshcheck__subcmd__help__subcmd__render__subcmd__worker"
+                ;;
             meshcheck__subcmd__help,serve)
                 cmd="meshcheck__subcmd__help__subcmd__serve"
                 ;;
@@ -131,7 +137,7 @@ _meshcheck() {
 
     case "${cmd}" in
         meshcheck)
-            opts="-h -V --help --version validate checks profiles render inspect serve accounts keys generate help"
+            opts="-h -V --help --version validate checks profiles render inspect serve accounts keys generate render-worker help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -303,7 +309,7 @@ _meshcheck() {
             return 0
             ;;
         meshcheck__subcmd__help)
-            opts="validate checks profiles render inspect serve accounts keys generate help"
+            opts="validate checks profiles render inspect serve accounts keys generate render-worker help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -471,6 +477,20 @@ _meshcheck() {
             return 0
             ;;
         meshcheck__subcmd__help__subcmd__render)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        meshcheck__subcmd__help__subcmd__render__subcmd__worker)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -720,8 +740,22 @@ _meshcheck() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        meshcheck__subcmd__render__subcmd__worker)
+            opts="-h -V --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         meshcheck__subcmd__serve)
-            opts="-h -V --addr --data-dir --base-url --allow-private-targets --fetch-allow-hosts --workers --no-rate-limits --log-format --help --version"
+            opts="-h -V --addr --data-dir --base-url --allow-private-targets --fetch-allow-hosts --workers --no-rate-limits --render-in-process --log-format --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

@@ -31,6 +31,7 @@ set edit:completion:arg-completer[meshcheck] = {|@words|
             cand accounts 'Create and list service accounts (in the server''s data folder)'
             cand keys 'Create and revoke API keys of service accounts'
             cand generate 'Regenerate completions, man pages, schemas and docs/checks.md (for maintainers)'
+            cand render-worker 'Draw stills for `meshcheck serve` over stdin and stdout (started by the server)'
             cand help 'Print this message or the help of the given subcommand(s)'
         }
         &'meshcheck;validate'= {
@@ -102,6 +103,7 @@ set edit:completion:arg-completer[meshcheck] = {|@words|
             cand --log-format 'Log format [default: text]'
             cand --allow-private-targets 'Let `url` fetches and webhooks reach loopback and private addresses (tests and closed networks only; logged as a warning)'
             cand --no-rate-limits 'Turn the per-key and per-IP request limits off (a private deployment behind a gateway that limits, or conformance runs; credits still apply; logged as a warning)'
+            cand --render-in-process 'Draw stills in the server process instead of a worker process that is replaced every 50 renders or at 1 GB (for GPU drivers that do not leak; Mesa''s lavapipe does)'
             cand -h 'Print help (see more with ''--help'')'
             cand --help 'Print help (see more with ''--help'')'
             cand -V 'Print version'
@@ -188,6 +190,12 @@ set edit:completion:arg-completer[meshcheck] = {|@words|
             cand -V 'Print version'
             cand --version 'Print version'
         }
+        &'meshcheck;render-worker'= {
+            cand -h 'Print help'
+            cand --help 'Print help'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
         &'meshcheck;help'= {
             cand validate 'Validate assets (files or folders) and print their reports'
             cand checks 'List the check catalog with the thresholds of a profile'
@@ -198,6 +206,7 @@ set edit:completion:arg-completer[meshcheck] = {|@words|
             cand accounts 'Create and list service accounts (in the server''s data folder)'
             cand keys 'Create and revoke API keys of service accounts'
             cand generate 'Regenerate completions, man pages, schemas and docs/checks.md (for maintainers)'
+            cand render-worker 'Draw stills for `meshcheck serve` over stdin and stdout (started by the server)'
             cand help 'Print this message or the help of the given subcommand(s)'
         }
         &'meshcheck;help;validate'= {
@@ -229,6 +238,8 @@ set edit:completion:arg-completer[meshcheck] = {|@words|
         &'meshcheck;help;keys;revoke'= {
         }
         &'meshcheck;help;generate'= {
+        }
+        &'meshcheck;help;render-worker'= {
         }
         &'meshcheck;help;help'= {
         }

@@ -70,6 +70,9 @@ pub struct Options {
     pub validator: Option<Arc<Validator>>,
     /// Full mode: text stamped on the stills (demo mode).
     pub watermark: Option<String>,
+    /// Full mode: where the stills are drawn (this process, or the
+    /// service's replaceable worker).
+    pub drawer: crate::render::Drawer,
 }
 
 impl Default for Options {
@@ -80,6 +83,7 @@ impl Default for Options {
             selection: Selection::default(),
             validator: None,
             watermark: None,
+            drawer: Default::default(),
         }
     }
 }
@@ -140,15 +144,21 @@ pub fn validate_gated(
     opts: &Options,
     gate: &(dyn Fn() -> Result<()> + Sync),
 ) -> Result<(Report, Option<crate::render::Rendered>)> {
-    let renderer = if opts.renders() { Some(crate::render::Renderer::shared()?) } else { None };
+    let renders = opts.renders();
+    if renders {
+        opts.drawer.ready()?;
+    }
     let validator = opts.spec_validator()?;
     if let Err(e) = asset::sniff(&input.bytes) {
         // Not a container meshcheck reads; the validator may still say why.
         let spec = validator.as_ref().map(|v| v.validate(&input.filename, &input.bytes, &asset::bundle::NoResources));
         return Err(with_validator_messages(e, spec.as_ref()));
     }
+    let source = if renders { crate::render::Source::for_drawer(&opts.drawer, &input) } else { Default::default() };
     let opened = asset::open(input)?;
-    let load_options = asset::LoadOptions { keep_images: renderer.is_some() };
+    // Decoded textures are for the local device; a worker decodes its own.
+    let local = matches!(opts.drawer, crate::render::Drawer::Local);
+    let load_options = asset::LoadOptions { keep_images: renders && local };
     // The reference validator runs beside the loader, the renderer and the checks.
     let (loaded, spec) = std::thread::scope(|s| {
         let handle = validator.as_ref().map(|v| {
@@ -158,10 +168,10 @@ pub fn validate_gated(
         });
         let loaded = asset::load_opened_with(&opened, load_options).and_then(|a| {
             gate()?;
-            let render = renderer.as_ref().map(|r| {
+            let render = renders.then(|| {
                 let mut req = crate::render::Request::standard(crate::render::DEFAULT_SIZE);
                 req.watermark = opts.watermark.clone();
-                r.render(&a, &req).map_err(|e| e.message)
+                opts.drawer.render(&source, &a, &req).map(|(r, _)| r).map_err(|e| e.message)
             });
             let checks = run_checks(&a, opts, None, render.as_ref());
             Ok((a, checks, render))
@@ -402,22 +412,29 @@ pub struct RenderOutput {
 
 /// Renders one input: the engine behind `meshcheck render` and POST /v1/render.
 pub fn render(input: Input, job: &RenderJob) -> Result<RenderOutput> {
-    render_gated(input, job, &|| Ok(()))
+    render_gated(input, job, &crate::render::Drawer::Local, &|| Ok(()))
 }
 
 /// [`render`] with a gate called once the request is checked and the input
 /// has loaded, before the renderer starts (the service charges there, so a
 /// renderer failure after it is refunded as RENDER_FAILED).
-pub fn render_gated(input: Input, job: &RenderJob, gate: &dyn Fn() -> Result<()>) -> Result<RenderOutput> {
+pub fn render_gated(
+    input: Input,
+    job: &RenderJob,
+    drawer: &crate::render::Drawer,
+    gate: &dyn Fn() -> Result<()>,
+) -> Result<RenderOutput> {
     job.check()?;
+    let source = crate::render::Source::for_drawer(drawer, &input);
     let opened = asset::open(input)?;
-    let asset = asset::load_opened_with(&opened, asset::LoadOptions { keep_images: true })?;
+    let local = matches!(drawer, crate::render::Drawer::Local);
+    let asset = asset::load_opened_with(&opened, asset::LoadOptions { keep_images: local })?;
     gate()?;
-    let renderer = crate::render::Renderer::shared()?;
+    drawer.ready()?;
     let started = std::time::Instant::now();
-    let rendered = renderer.render(&asset, &job.request)?;
+    let (rendered, adapter) = drawer.render(&source, &asset, &job.request)?;
     let gif = match &job.turntable {
-        Some(t) => Some(renderer.turntable(&asset, t.frames, t.size, job.request.background)?),
+        Some(t) => Some(drawer.turntable(&source, &asset, t.frames, t.size, job.request.background)?),
         None => None,
     };
     let render_ms = (started.elapsed().as_secs_f64() * 1000.0 * 10.0).round() / 10.0;
@@ -435,7 +452,7 @@ pub fn render_gated(input: Input, job: &RenderJob, gate: &dyn Fn() -> Result<()>
             lighting: "studio".into(),
             turntable: job.turntable.clone(),
         },
-        renderer: renderer.adapter().clone(),
+        renderer: adapter,
         stats: report::RenderStats {
             triangles: rendered.triangles,
             draw_calls: rendered.draw_calls,

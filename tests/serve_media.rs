@@ -380,3 +380,69 @@ async fn request_limits_can_be_turned_off_but_credits_still_apply() {
     s.post_file(&key, &box_glb(), &[]).await.ok(200);
     assert_eq!(ledger(&s, &key), vec![1]);
 }
+
+fn worker_srv(renders: u32) -> Srv {
+    let exe = std::path::PathBuf::from(env!("CARGO_BIN_EXE_meshcheck"));
+    let limits = meshcheck::render::worker::Limits { renders, rss_bytes: 4 << 30, timeout: Duration::from_secs(120) };
+    srv_with(|c| c.render_worker = Some((exe, limits)))
+}
+
+fn pool(s: &Srv) -> std::sync::Arc<meshcheck::render::worker::Pool> {
+    match &s.state.drawer {
+        meshcheck::render::Drawer::Worker(p) => p.clone(),
+        meshcheck::render::Drawer::Local => panic!("this server draws in process"),
+    }
+}
+
+/// The worker process draws exactly what the server would draw itself, is
+/// replaced after its share of renders, and a killed worker costs one
+/// request at most (here none: it dies between requests).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_render_worker_draws_the_same_stills_and_is_replaced() {
+    let local = srv();
+    let (_, lkey) = local.account("scale");
+    let w = worker_srv(2);
+    let (_, key) = w.account("scale");
+    let fields = [("size", "128"), ("background", "transparent")];
+    let mine = local.post_form("/v1/render", Some(&lkey), &box_glb(), &fields).await.ok(200).clone();
+    let theirs = w.post_form("/v1/render", Some(&key), &box_glb(), &fields).await.ok(200).clone();
+    assert_eq!(mine["renderer"], theirs["renderer"], "the same adapter");
+    assert_eq!(mine["stats"]["triangles"], theirs["stats"]["triangles"]);
+    for (a, b) in mine["screenshots"].as_array().unwrap().iter().zip(theirs["screenshots"].as_array().unwrap()) {
+        assert_eq!(a["visible_pct"], b["visible_pct"]);
+        let pa = local.get(&path_of(&a["url"]), None).await.bytes;
+        let pb = w.get(&path_of(&b["url"]), None).await.bytes;
+        assert_eq!(pa, pb, "{}: the worker's PNG is byte-identical", a["name"]);
+    }
+    let p = pool(&w);
+    assert_eq!(p.started(), 1);
+    // Full-mode validation through the worker: the RND checks ran on its stills.
+    let report = w.post_file(&key, &box_glb(), &[("mode", "full"), ("screenshots", "true")]).await.ok(200).clone();
+    let rnd: Vec<&Value> =
+        report["checks"].as_array().unwrap().iter().filter(|c| c["id"].as_str().unwrap().starts_with("RND-")).collect();
+    assert!(rnd.len() == 3 && rnd.iter().all(|c| c["status"] == "pass"), "{rnd:?}");
+    assert_eq!(p.pid(), None, "replaced after 2 renders");
+    // A worker killed between requests: the next request starts another.
+    w.post_form("/v1/render", Some(&key), &box_glb(), &fields).await.ok(200);
+    let pid = p.pid().expect("a live worker");
+    unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+    std::thread::sleep(Duration::from_millis(100));
+    w.post_form("/v1/render", Some(&key), &box_glb(), &fields).await.ok(200);
+    assert_eq!(p.started(), 3);
+    // A turntable through the worker.
+    let run = start(&w).await;
+    let env = w
+        .post_form(
+            "/v1/render",
+            Some(&key),
+            &box_glb(),
+            &[("size", "128"), ("turntable", r#"{"frames": 8, "size": 128}"#)],
+        )
+        .await
+        .ok(202)
+        .clone();
+    let job = env["job_id"].as_str().unwrap();
+    assert_eq!(wait_job(&w, &key, job, |st| st == "done" || st == "failed").await, "done");
+    run.stop().await;
+    w.assert_no_blobs();
+}

@@ -50,6 +50,9 @@ pub enum Command {
     /// Regenerate completions, man pages, schemas and docs/checks.md (for maintainers).
     #[command(hide = true)]
     Generate(GenerateArgs),
+    /// Draw stills for `meshcheck serve` over stdin and stdout (started by the server).
+    #[command(hide = true)]
+    RenderWorker,
 }
 
 /// Output formats of `validate`.
@@ -336,6 +339,7 @@ pub fn main() -> i32 {
         Command::Render(args) => render_cmd::run(args),
         Command::Inspect(args) => inspect_cmd::run(args),
         Command::Serve(args) => serve_cmd::serve(args),
+        Command::RenderWorker => Ok(crate::render::worker::serve_stdio()),
         Command::Accounts(args) => serve_cmd::accounts(args),
         Command::Keys(args) => serve_cmd::keys(args),
         Command::Generate(args) => generate::write_all(&args.dir).map(|_| 0),

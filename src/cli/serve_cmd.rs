@@ -52,6 +52,11 @@ pub struct ServeArgs {
     /// apply; logged as a warning).
     #[arg(long, env = "MESHCHECK_NO_RATE_LIMITS")]
     pub no_rate_limits: bool,
+    /// Draw stills in the server process instead of a worker process that
+    /// is replaced every 50 renders or at 1 GB (for GPU drivers that do not
+    /// leak; Mesa's lavapipe does).
+    #[arg(long, env = "MESHCHECK_RENDER_IN_PROCESS")]
+    pub render_in_process: bool,
     /// Log format [default: text].
     #[arg(long, env = "MESHCHECK_LOG_FORMAT", value_enum)]
     pub log_format: Option<LogFormat>,
@@ -68,6 +73,7 @@ struct FileServe {
     log_format: Option<LogFormat>,
     fetch_allow_hosts: Option<Vec<String>>,
     rate_limits: Option<bool>,
+    render_in_process: Option<bool>,
 }
 
 fn file_settings() -> Result<FileServe> {
@@ -264,6 +270,11 @@ pub fn serve(args: ServeArgs) -> Result<i32> {
             tracing::info!("STRIPE_SECRET_KEY is not set: the billing routes answer 503 BILLING_UNAVAILABLE");
         }
         config.rate_limits = !args.no_rate_limits && file.rate_limits.unwrap_or(true);
+        if !(args.render_in_process || file.render_in_process.unwrap_or(false)) {
+            let exe = std::env::current_exe()
+                .map_err(|e| Error::internal(format!("cannot find this program to start render workers: {e}")))?;
+            config.render_worker = Some((exe, crate::render::worker::Limits::default()));
+        }
         if !config.rate_limits {
             tracing::warn!("--no-rate-limits: no request limits per key or per IP (credits still apply)");
         }

@@ -99,7 +99,14 @@ pub fn options(args: &ValidateArgs) -> Result<Options> {
             "--screenshots and --watermark need --mode full (the renderer draws the stills)",
         ));
     }
-    let mut opts = Options { profile, mode, selection, validator: None, watermark: args.watermark.clone() };
+    let mut opts = Options {
+        profile,
+        mode,
+        selection,
+        validator: None,
+        watermark: args.watermark.clone(),
+        drawer: Default::default(),
+    };
     if opts.renders() {
         // Once per run, before any file: no adapter is an environment error (exit 4).
         crate::render::Renderer::shared()?;

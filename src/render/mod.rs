@@ -17,6 +17,7 @@ pub mod gpu;
 pub mod image_out;
 pub mod rig;
 pub mod watermark;
+pub mod worker;
 
 use crate::asset::Asset;
 use crate::error::{Error, ErrorCode, Result};
@@ -24,6 +25,7 @@ use image::RgbaImage;
 pub use rig::{Angle, STANDARD_ANGLES};
 use serde::Serialize;
 use std::sync::{Arc, Mutex, OnceLock};
+pub use worker::{Drawer, Source};
 
 /// Smallest and largest still size, pixels.
 pub const SIZE_RANGE: (u32, u32) = (128, 1024);

@@ -168,11 +168,14 @@ async fn fresh_stills(
         .run_engine(move || {
             let super::validate::Loaded { bytes, filename: _, blob } = loaded;
             let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| -> crate::error::Result<_> {
-                let opened = crate::asset::open(crate::asset::Input::from_bytes(name, bytes))?;
-                let asset = crate::asset::load_opened_with(&opened, crate::asset::LoadOptions { keep_images: true })?;
+                let input = crate::asset::Input::from_bytes(name, bytes);
+                let source = crate::render::Source::for_drawer(&st.drawer, &input);
+                let opened = crate::asset::open(input)?;
+                let local = matches!(st.drawer, crate::render::Drawer::Local);
+                let asset = crate::asset::load_opened_with(&opened, crate::asset::LoadOptions { keep_images: local })?;
                 drop(opened);
                 m.charge()?;
-                let stills = vision::stills_of(&asset)?;
+                let stills = vision::stills_with(&st.drawer, &source, &asset)?;
                 let now = st.clock.now();
                 let account_id = m.account_id();
                 let owner =

@@ -267,7 +267,8 @@ async fn run_job(state: &AppState, job: Job) {
 /// Runs a queued validation and stores its report.
 fn validate_job(st: &AppState, account_id: &str, params: &str, bytes: Vec<u8>) -> crate::error::Result<String> {
     let params: Params = serde_json::from_str(params).map_err(|e| Error::internal(format!("job params: {e}")))?;
-    let opts = params.options(st.validator.clone())?;
+    let mut opts = params.options(st.validator.clone())?;
+    opts.drawer = st.drawer.clone();
     let input = crate::asset::Input::from_bytes(params.filename.clone(), bytes);
     let (report, stills) = crate::engine::validate_with_stills(input, &opts)?;
     let keep = if params.screenshots { stills.as_ref() } else { None };

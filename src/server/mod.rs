@@ -97,6 +97,10 @@ pub struct Config {
     pub vision: Option<crate::vision::Config>,
     /// Stripe (none: the billing routes answer 503 BILLING_UNAVAILABLE).
     pub stripe: Option<billing::StripeConfig>,
+    /// Draw in a replaceable worker process (`exe render-worker`) instead of
+    /// in the server: lavapipe keeps memory for every render pass, so a
+    /// long-running server on a CPU-only host must not draw in process.
+    pub render_worker: Option<(PathBuf, crate::render::worker::Limits)>,
     /// Whether the per-key and per-IP request limits apply (off only for a
     /// private deployment behind a limiting gateway, or conformance runs).
     pub rate_limits: bool,
@@ -134,6 +138,7 @@ impl Config {
             webhook_attempts: 8,
             vision: None,
             stripe: None,
+            render_worker: None,
             rate_limits: true,
             media_per_min: 600,
             demo_per_min: 10,
@@ -158,6 +163,8 @@ pub struct Inner {
     pub shots: Arc<dyn Blobs>,
     /// The key that signs screenshot URLs (a server setting, made once).
     pub url_key: Vec<u8>,
+    /// Where stills are drawn (see [`Config::render_worker`]).
+    pub drawer: crate::render::Drawer,
     /// The demo account's key, made on first use (never sent anywhere).
     pub demo_key: std::sync::Mutex<Option<String>>,
     /// The time.
@@ -205,6 +212,12 @@ impl AppState {
             allow_hosts: None,
         };
         let url_policy = fetch::Policy { allow_hosts: config.fetch_allow_hosts.clone(), ..policy.clone() };
+        let drawer = match &config.render_worker {
+            Some((exe, limits)) => {
+                crate::render::Drawer::Worker(Arc::new(crate::render::worker::Pool::new(exe.clone(), *limits)))
+            }
+            None => crate::render::Drawer::Local,
+        };
         Ok(AppState(Arc::new(Inner {
             engine_slots: Arc::new(Semaphore::new(config.engine_slots.max(1))),
             fetcher: fetch::Fetcher::new(url_policy),
@@ -219,6 +232,7 @@ impl AppState {
             shots,
             url_key,
             demo_key: std::sync::Mutex::new(None),
+            drawer,
             clock,
             validator,
         })))

@@ -155,8 +155,10 @@ fn run(
     gate: &dyn Fn() -> crate::error::Result<()>,
 ) -> crate::error::Result<String> {
     let input = crate::asset::Input::from_bytes(params.filename.clone(), bytes);
-    let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| crate::engine::render_gated(input, job, gate)))
-        .unwrap_or_else(|_| Err(Error::internal("the renderer panicked")))?;
+    let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        crate::engine::render_gated(input, job, &st.drawer, gate)
+    }))
+    .unwrap_or_else(|_| Err(Error::internal("the renderer panicked")))?;
     let now = st.clock.now();
     let expires = now + st.config.report_ttl_s;
     let owner = Owner { id: render_id, account_id, now, expires_at: expires };

@@ -72,6 +72,7 @@ impl Params {
             profile.set_weld_tolerance(w).map_err(|e| Error::field("weld_tolerance", "range", e.message))?;
         }
         Ok(Options {
+            drawer: Default::default(),
             profile,
             mode: self.mode,
             selection: Default::default(),
@@ -578,7 +579,8 @@ pub async fn run_sync(state: &AppState, caller: &Caller, params: Params, loaded:
         .run_engine(move || {
             let Loaded { bytes, filename: _, blob } = loaded;
             let now = st.clock.now();
-            let opts = params.options(st.validator.clone())?;
+            let mut opts = params.options(st.validator.clone())?;
+            opts.drawer = st.drawer.clone();
             let input = crate::asset::Input::from_bytes(params.filename.clone(), bytes);
             let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                 crate::engine::validate_gated(input, &opts, &|| meter.charge())

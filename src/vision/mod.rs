@@ -498,8 +498,16 @@ fn message_text(v: &Value) -> String {
 
 /// Renders the six standard views at [`STILL_SIZE`] for the model.
 pub fn stills_of(asset: &crate::asset::Asset) -> Result<Vec<Still>> {
-    let renderer = crate::render::Renderer::shared()?;
-    let out = renderer.render(asset, &crate::render::Request::standard(STILL_SIZE))?;
+    stills_with(&crate::render::Drawer::Local, &Default::default(), asset)
+}
+
+/// [`stills_of`] drawn by `drawer` (a worker draws `source`).
+pub fn stills_with(
+    drawer: &crate::render::Drawer,
+    source: &crate::render::Source,
+    asset: &crate::asset::Asset,
+) -> Result<Vec<Still>> {
+    let (out, _) = drawer.render(source, asset, &crate::render::Request::standard(STILL_SIZE))?;
     Ok(out
         .stills
         .iter()
