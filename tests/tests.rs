@@ -5,6 +5,7 @@ mod billing;
 mod checks;
 mod cli;
 mod corpus;
+mod faults;
 mod generated;
 mod geometry;
 mod hostile;

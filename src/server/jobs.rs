@@ -78,18 +78,6 @@ pub async fn enqueue(
         }
     };
     let guard = super::validate::BlobGuard::new(state, &input);
-    match state.store.charge(
-        &caller.account.id,
-        cost,
-        caller.plan.monthly_credits,
-        period,
-        &format!("{} (job)", spec.kind),
-        &job_id,
-        now,
-    )? {
-        Charge::Charged { .. } => {}
-        Charge::Insufficient { balance, required } => return Err(insufficient(balance, required).into()),
-    }
     let job = Job {
         id: job_id.clone(),
         account_id: caller.account.id.clone(),
@@ -104,9 +92,11 @@ pub async fn enqueue(
         created_at: now,
         updated_at: now,
     };
-    if let Err(e) = state.store.insert_job(&job) {
-        let _ = state.store.refund(&job_id, "refund: job not queued", now);
-        return Err(e.into());
+    // One transaction: a crash leaves a charged, queued job or neither.
+    let reason = format!("{} (job)", spec.kind);
+    match state.store.charge_and_queue(&job, caller.plan.monthly_credits, period, &reason)? {
+        Charge::Charged { .. } => {}
+        Charge::Insufficient { balance, required } => return Err(insufficient(balance, required).into()),
     }
     guard.keep();
     state.job_wake.notify_one();

@@ -235,8 +235,9 @@ pub trait Store: Send + Sync {
     fn move_upload(&self, id: &str, from: &str, to: &str, bytes: Option<i64>) -> Result<bool>;
     /// Uploads not consumed by `now` (pending, receiving or stored past expiry), marked expired.
     fn expire_uploads(&self, now: i64) -> Result<Vec<Upload>>;
-    /// Queues a job.
-    fn insert_job(&self, job: &Job) -> Result<()>;
+    /// Charges the job's credits (when `allowance - used` covers them) and
+    /// queues it, in one transaction: a crash leaves both or neither.
+    fn charge_and_queue(&self, job: &Job, allowance: i64, period: i64, reason: &str) -> Result<Charge>;
     /// A job of this account.
     fn job(&self, id: &str, account_id: &str) -> Result<Option<Job>>;
     /// Takes the oldest queued job (queued to processing, attempts + 1).

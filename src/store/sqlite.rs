@@ -282,17 +282,9 @@ impl Store for SqliteStore {
     ) -> Result<Charge> {
         let mut conn = self.conn();
         let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate).map_err(db_error)?;
-        let balance = allowance - used(&tx, account_id, period)?;
-        if balance < credits {
-            return Ok(Charge::Insufficient { balance: balance.max(0), required: credits });
-        }
-        tx.execute(
-            "INSERT INTO ledger (account_id, at, period, credits, reason, reference) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-            params![account_id, now, period, credits, reason, reference],
-        )
-        .map_err(db_error)?;
+        let charged = charge_in(&tx, account_id, credits, allowance, period, reason, reference, now)?;
         tx.commit().map_err(db_error)?;
-        Ok(Charge::Charged { balance: balance - credits })
+        Ok(charged)
     }
 
     fn refund(&self, reference: &str, reason: &str, now: i64) -> Result<i64> {
@@ -446,9 +438,12 @@ impl Store for SqliteStore {
         Ok(list)
     }
 
-    fn insert_job(&self, job: &Job) -> Result<()> {
-        self.conn()
-            .execute(
+    fn charge_and_queue(&self, job: &Job, allowance: i64, period: i64, reason: &str) -> Result<Charge> {
+        let mut conn = self.conn();
+        let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate).map_err(db_error)?;
+        let charged = charge_in(&tx, &job.account_id, job.credits, allowance, period, reason, &job.id, job.created_at)?;
+        if let Charge::Charged { .. } = charged {
+            tx.execute(
                 &format!("INSERT INTO jobs ({JOB_COLS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)"),
                 params![
                     job.id,
@@ -465,8 +460,10 @@ impl Store for SqliteStore {
                     job.updated_at
                 ],
             )
-            .map(|_| ())
-            .map_err(db_error)
+            .map_err(db_error)?;
+            tx.commit().map_err(db_error)?;
+        }
+        Ok(charged)
     }
 
     fn job(&self, id: &str, account_id: &str) -> Result<Option<Job>> {
@@ -676,6 +673,31 @@ impl Store for SqliteStore {
     }
 }
 
+/// Charges inside the caller's transaction: a ledger row when the period's
+/// balance covers `credits`.
+#[allow(clippy::too_many_arguments)]
+fn charge_in(
+    tx: &Connection,
+    account_id: &str,
+    credits: i64,
+    allowance: i64,
+    period: i64,
+    reason: &str,
+    reference: &str,
+    now: i64,
+) -> Result<Charge> {
+    let balance = allowance - used(tx, account_id, period)?;
+    if balance < credits {
+        return Ok(Charge::Insufficient { balance: balance.max(0), required: credits });
+    }
+    tx.execute(
+        "INSERT INTO ledger (account_id, at, period, credits, reason, reference) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+        params![account_id, now, period, credits, reason, reference],
+    )
+    .map_err(db_error)?;
+    Ok(Charge::Charged { balance: balance - credits })
+}
+
 fn used(conn: &Connection, account_id: &str, period: i64) -> Result<i64> {
     conn.query_row(
         "SELECT COALESCE(SUM(credits), 0) FROM ledger WHERE account_id = ?1 AND period = ?2",
@@ -732,6 +754,39 @@ mod tests {
         drop(SqliteStore::open(&path).unwrap());
         let s = SqliteStore::open(&path).unwrap();
         assert_eq!(s.integrity_check().unwrap(), "ok");
+    }
+
+    #[test]
+    fn a_job_is_charged_and_queued_together_or_not_at_all() {
+        let s = SqliteStore::in_memory().unwrap();
+        let (acct, _) = s.create_account("free", None, 0).unwrap();
+        let job = |id: &str, credits: i64| Job {
+            id: id.into(),
+            account_id: acct.id.clone(),
+            kind: "validate".into(),
+            status: "queued".into(),
+            params: "{}".into(),
+            input: Some("blob_1".into()),
+            webhook_url: None,
+            credits,
+            attempts: 0,
+            result: None,
+            created_at: 10,
+            updated_at: 10,
+        };
+        assert_eq!(
+            s.charge_and_queue(&job("job_1", 2), 3, 0, "validate (job)").unwrap(),
+            Charge::Charged { balance: 1 }
+        );
+        assert_eq!(s.job("job_1", &acct.id).unwrap().unwrap().credits, 2);
+        assert_eq!(
+            s.charge_and_queue(&job("job_2", 2), 3, 0, "validate (job)").unwrap(),
+            Charge::Insufficient { balance: 1, required: 2 }
+        );
+        assert!(s.job("job_2", &acct.id).unwrap().is_none(), "no job without its charge");
+        assert_eq!(s.ledger(&acct.id, 0).unwrap().len(), 1);
+        assert!(s.charge_and_queue(&job("job_1", 1), 3, 0, "dup").is_err(), "a duplicate id");
+        assert_eq!(s.ledger(&acct.id, 0).unwrap().len(), 1, "the failed insert took its charge back");
     }
 
     #[test]

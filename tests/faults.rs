@@ -1,0 +1,150 @@
+//! Service faults (issue 9): the server binary killed with SIGKILL in the
+//! middle of an async job and of an upload's PUT, then started again on the
+//! same data folder. Nothing may be lost or left: the job finishes (or fails
+//! and is refunded), every charge is delivered or refunded, no blob stays in
+//! the blob folder, a half-received upload cannot be used, and SQLite's
+//! integrity check passes.
+
+use crate::serve::big_glb;
+use serde_json::{Value, json};
+use std::io::{BufRead, Write};
+use std::path::Path;
+use std::process::{Child, Stdio};
+use std::time::{Duration, Instant};
+
+/// Starts `meshcheck serve` on the data folder; returns the child and its address.
+fn serve(dir: &Path) -> (Child, String) {
+    let mut child = crate::util::bin()
+        .args(["serve", "--addr", "127.0.0.1:0", "--workers", "1", "--log-format", "json", "--data-dir"])
+        .arg(dir)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel::<String>();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stderr).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    let addr = loop {
+        let line = rx.recv_timeout(Duration::from_secs(60)).expect("the server announces its address");
+        if let Ok(v) = serde_json::from_str::<Value>(&line)
+            && v["fields"]["message"] == "meshcheck serve listening"
+        {
+            break v["fields"]["addr"].as_str().unwrap().to_string();
+        }
+    };
+    std::thread::spawn(move || for _ in rx {});
+    (child, addr)
+}
+
+fn kill9(child: &mut Child) {
+    unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
+    child.wait().unwrap();
+}
+
+#[test]
+fn kill_9_during_a_job_and_an_upload_loses_nothing_and_leaves_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let out = crate::util::bin()
+        .args(["accounts", "create", "--plan", "studio", "--json", "--data-dir"])
+        .arg(dir)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let key = serde_json::from_slice::<Value>(&out.stdout).unwrap()["api_key"].as_str().unwrap().to_string();
+    let http = reqwest::blocking::Client::builder().timeout(Duration::from_secs(120)).build().unwrap();
+    let (mut server, addr) = serve(dir);
+    let url = |p: &str| format!("http://{addr}{p}");
+    let begin = |http: &reqwest::blocking::Client, url: &dyn Fn(&str) -> String| -> Value {
+        http.post(url("/v1/uploads")).header("x-api-key", &key).send().unwrap().json().unwrap()
+    };
+    let path_of = |b: &Value| -> String {
+        let u = reqwest::Url::parse(b["upload_url"].as_str().unwrap()).unwrap();
+        u.path().to_string()
+    };
+
+    // A second upload whose PUT is half sent when the server dies.
+    let half = begin(&http, &url);
+    let mut conn = std::net::TcpStream::connect(&addr).unwrap();
+    write!(
+        conn,
+        "PUT {} HTTP/1.1\r\nHost: {addr}\r\nX-Api-Key: {key}\r\nContent-Type: application/octet-stream\r\nContent-Length: 10000000\r\n\r\n",
+        path_of(&half)
+    )
+    .unwrap();
+    conn.write_all(&vec![0u8; 4_000_000]).unwrap();
+
+    // A 28 MB upload validated in full mode as a job; the server dies at once.
+    let up = begin(&http, &url);
+    let put = http.put(url(&path_of(&up))).header("x-api-key", &key).body(big_glb(28_000_000)).send().unwrap();
+    assert_eq!(put.status(), 200);
+    let env: Value = http
+        .post(url("/v1/validate"))
+        .header("x-api-key", &key)
+        .json(&json!({"blob_id": up["blob_id"], "mode": "full", "screenshots": true}))
+        .send()
+        .unwrap()
+        .json()
+        .unwrap();
+    let job = env["job_id"].as_str().expect("a job").to_string();
+    std::thread::sleep(Duration::from_millis(50));
+    kill9(&mut server);
+    drop(conn);
+    {
+        use meshcheck::store::Store;
+        let store = meshcheck::store::sqlite::SqliteStore::open(&dir.join("meshcheck.sqlite")).unwrap();
+        let acct = store.account_for_key(&key).unwrap().unwrap();
+        let status = store.job(&job, &acct.id).unwrap().unwrap().status;
+        assert!(status == "queued" || status == "processing", "killed during the job, not after: {status}");
+    }
+
+    // Start again on the same folder.
+    let (mut server, addr) = serve(dir);
+    let url = |p: &str| format!("http://{addr}{p}");
+    let started = Instant::now();
+    let finished = loop {
+        let env: Value =
+            http.get(url(&format!("/v1/jobs/{job}"))).header("x-api-key", &key).send().unwrap().json().unwrap();
+        let status = env["status"].as_str().unwrap_or("").to_string();
+        if status == "done" || status == "failed" {
+            break env;
+        }
+        assert!(started.elapsed() < Duration::from_secs(90), "the job is stuck in {status}");
+        std::thread::sleep(Duration::from_millis(1100));
+    };
+    let r = http
+        .post(url("/v1/validate"))
+        .header("x-api-key", &key)
+        .json(&json!({"blob_id": half["blob_id"]}))
+        .send()
+        .unwrap();
+    assert_eq!(r.status(), 404, "a half-received upload cannot be validated");
+    unsafe { libc::kill(server.id() as i32, libc::SIGTERM) };
+    assert!(server.wait().unwrap().success());
+
+    let store = meshcheck::store::sqlite::SqliteStore::open(&dir.join("meshcheck.sqlite")).unwrap();
+    use meshcheck::store::Store;
+    assert_eq!(store.integrity_check().unwrap(), "ok");
+    let acct = store.account_for_key(&key).unwrap().unwrap();
+    let rows: Vec<i64> =
+        store.ledger(&acct.id, acct.created_at).unwrap().into_iter().filter(|r| r.3 == job).map(|r| r.1).collect();
+    match finished["status"].as_str() {
+        Some("done") => {
+            assert_eq!(rows, vec![2], "charged once");
+            assert!(finished["result"]["report_id"].as_str().is_some());
+        }
+        _ => assert_eq!(rows.iter().sum::<i64>(), 0, "a failed job is refunded: {rows:?}"),
+    }
+    let left: Vec<_> = std::fs::read_dir(dir.join("blobs")).unwrap().collect();
+    assert!(left.is_empty(), "no blob left behind: {left:?}");
+    // The stored stills are the finished report's, and only those.
+    let report_id = finished["result"]["report_id"].as_str().unwrap_or("");
+    let shots = store.shots_of(report_id, &acct.id).unwrap();
+    let files = std::fs::read_dir(dir.join("screenshots")).unwrap().count();
+    assert_eq!(files, shots.len(), "no screenshot file without its row");
+}
