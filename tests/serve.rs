@@ -940,6 +940,15 @@ fn the_binary_serves_until_sigterm_and_logs_no_secrets() {
     let mut child = crate::util::bin()
         .args(["serve", "--addr", "127.0.0.1:0", "--data-dir", dir, "--log-format", "json"])
         .env("MESHCHECK_LOG", "info")
+        // Secrets of the third-party services: none may reach the logs.
+        .env("STRIPE_SECRET_KEY", "sk_test_logcheck_0123456789")
+        .env("STRIPE_WEBHOOK_SECRET", "whsec_logcheck_0123456789")
+        .env("STRIPE_PRICE_INDIE", "price_i")
+        .env("STRIPE_PRICE_STUDIO", "price_s")
+        .env("STRIPE_PRICE_SCALE", "price_c")
+        .env("MESHCHECK_VISION_URL", "http://127.0.0.1:9/v1")
+        .env("MESHCHECK_VISION_MODEL", "m")
+        .env("MESHCHECK_VISION_API_KEY", "sk-vision-logcheck-0123456789")
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::piped())
@@ -988,5 +997,9 @@ fn the_binary_serves_until_sigterm_and_logs_no_secrets() {
     assert!(all.contains("/v1/validate"));
     assert!(!all.contains(&key) && !all.contains(&key2) && !all.contains("mk_live_"), "no key in the logs");
     assert!(!all.contains("whsec_"), "no webhook secret in the logs");
+    assert!(
+        !all.contains("logcheck_0123456789") && !all.contains("logcheck-0123456789"),
+        "no Stripe or vision key in the logs"
+    );
     assert!(std::fs::read_dir(tmp.path().join("blobs")).unwrap().next().is_none());
 }
