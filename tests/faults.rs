@@ -148,3 +148,111 @@ fn kill_9_during_a_job_and_an_upload_loses_nothing_and_leaves_nothing() {
     let files = std::fs::read_dir(dir.join("screenshots")).unwrap().count();
     assert_eq!(files, shots.len(), "no screenshot file without its row");
 }
+
+/// Mounts a tmpfs of `mb` MB at `dir` (root only); None where mounting is
+/// not allowed (then the test says so and checks nothing).
+fn small_fs(dir: &Path, mb: u32) -> Option<Mounted> {
+    std::fs::create_dir_all(dir).unwrap();
+    let ok = std::process::Command::new("mount")
+        .args(["-t", "tmpfs", "-o", &format!("size={mb}m"), "tmpfs"])
+        .arg(dir)
+        .status()
+        .is_ok_and(|s| s.success());
+    ok.then(|| Mounted(dir.to_path_buf()))
+}
+
+struct Mounted(std::path::PathBuf);
+
+impl Drop for Mounted {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount").arg(&self.0).status();
+    }
+}
+
+/// Fills the filesystem at `dir` with one file until it is full.
+fn fill(dir: &Path) -> std::path::PathBuf {
+    let path = dir.join("filler");
+    let mut f = std::fs::File::create(&path).unwrap();
+    let chunk = vec![7u8; 64 << 10];
+    while f.write_all(&chunk).is_ok() {}
+    let _ = f.sync_all();
+    path
+}
+
+#[test]
+fn a_full_disk_is_a_clear_internal_error_and_recovers_when_space_returns() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("data");
+    let Some(_mounted) = small_fs(&dir, 24) else {
+        eprintln!("cannot mount a small tmpfs here (needs root); the full-disk test checks nothing");
+        return;
+    };
+    let out = crate::util::bin()
+        .args(["accounts", "create", "--plan", "scale", "--json", "--data-dir"])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let key = serde_json::from_slice::<Value>(&out.stdout).unwrap()["api_key"].as_str().unwrap().to_string();
+    let (mut server, addr) = serve(&dir);
+    let http = reqwest::blocking::Client::builder().timeout(Duration::from_secs(120)).build().unwrap();
+    let glb = std::fs::read(crate::util::model("khronos-sample-models/Box.glb")).unwrap();
+    let validate = |fields: &[(&str, &str)]| {
+        let (ctype, body) = crate::serve::multipart(&glb, fields);
+        http.post(format!("http://{addr}/v1/validate"))
+            .header("x-api-key", &key)
+            .header("content-type", ctype)
+            .body(body)
+            .send()
+            .unwrap()
+    };
+    assert_eq!(validate(&[]).status(), 200, "works while there is room");
+
+    let filler = fill(&dir);
+    // An upload, a full-mode validate storing stills, a plain validate: each
+    // a clear 500 INTERNAL (its cause logged, not shown), nothing half kept.
+    let begin = http.post(format!("http://{addr}/v1/uploads")).header("x-api-key", &key).send().unwrap();
+    if begin.status() == 201 {
+        let b: Value = begin.json().unwrap();
+        let path = reqwest::Url::parse(b["upload_url"].as_str().unwrap()).unwrap().path().to_string();
+        let put = http
+            .put(format!("http://{addr}{path}"))
+            .header("x-api-key", &key)
+            .body(vec![1u8; 2_000_000])
+            .send()
+            .unwrap();
+        assert_eq!(put.status(), 500, "a PUT onto a full disk");
+        let e: Value = put.json().unwrap();
+        assert_eq!(e["error"]["code"], "INTERNAL");
+    } else {
+        assert_eq!(begin.status(), 500, "beginning an upload needs a row");
+    }
+    for fields in [vec![("mode", "full"), ("screenshots", "true")], vec![]] {
+        let r = validate(&fields);
+        assert_eq!(r.status(), 500, "{fields:?}");
+        let e: Value = r.json().unwrap();
+        assert_eq!(e["error"]["code"], "INTERNAL");
+        assert!(!e["error"]["message"].as_str().unwrap().contains("disk"), "the cause is logged, not shown");
+    }
+    let health = http.get(format!("http://{addr}/healthz")).send().unwrap();
+    assert_eq!(health.status(), 200, "reads still work");
+
+    // Space returns: the same server works again.
+    std::fs::remove_file(filler).unwrap();
+    let r = validate(&[("mode", "full"), ("screenshots", "true")]);
+    assert_eq!(r.status(), 200, "{}", r.text().unwrap_or_default());
+    unsafe { libc::kill(server.id() as i32, libc::SIGTERM) };
+    assert!(server.wait().unwrap().success());
+
+    use meshcheck::store::Store;
+    let store = meshcheck::store::sqlite::SqliteStore::open(&dir.join("meshcheck.sqlite")).unwrap();
+    assert_eq!(store.integrity_check().unwrap(), "ok");
+    let acct = store.account_for_key(&key).unwrap().unwrap();
+    // Charged: the first validate (1) and the last (2); the failed calls
+    // either never charged or were refunded.
+    let total: i64 = store.ledger(&acct.id, acct.created_at).unwrap().iter().map(|r| r.1).sum();
+    assert_eq!(total, 3);
+    assert_eq!(std::fs::read_dir(dir.join("blobs")).unwrap().count(), 0, "no blob left");
+    let files = std::fs::read_dir(dir.join("screenshots")).unwrap().count();
+    assert_eq!(files, 6, "only the stills of the report that was stored");
+}
