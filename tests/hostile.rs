@@ -6,7 +6,8 @@
 //! documented error code (or a report), never a panic, a stack overflow or a
 //! huge allocation. A few cases also go through the CLI, one of them under a
 //! virtual-memory cap, to show the binary reports the error rather than
-//! aborting.
+//! aborting, and every hostile input and fuzz reproducer goes through the
+//! binary in both modes with its peak memory measured.
 
 use crate::util::{assert_schema_valid, check, run, run_stdin, validate_bytes};
 use meshcheck::error::{Error, ErrorCode};
@@ -837,4 +838,240 @@ fn hostile_inputs_in_full_mode_report() {
         }
         assert_schema_valid(&serde_json::to_value(&r).unwrap());
     }
+}
+
+// ---------------------------------------------------------------------------
+// The fuzzers' reproducers, in process
+// ---------------------------------------------------------------------------
+
+/// A file of `fuzz/regressions/<dir>/`.
+fn regression(dir: &str, name: &str) -> Vec<u8> {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/regressions").join(dir).join(name);
+    std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+#[test]
+fn millions_of_gpu_instances_are_charged_to_the_decode_budget() {
+    // 8 million instances of a triangle from 362 bytes of JSON (the
+    // instance matrices alone would be 1 GB); 1 million instances of three
+    // primitives from a 1.4 KB GLB.
+    for (dir, name) in [("gltf_json", "gpu-instancing-8M.gltf"), ("glb", "gpu-instancing-1M-instances.glb")] {
+        let started = Instant::now();
+        match validate_bytes(name, regression(dir, name)) {
+            Err(e) => {
+                assert_eq!(e.code, ErrorCode::MalformedGltf, "{name}: {e}");
+                assert!(e.message.contains("decode budget"), "{name}: {}", e.message);
+            }
+            Ok(r) => panic!("{name} loaded ({:?}); its instances are over the budget", r.verdict),
+        }
+        assert!(started.elapsed() < BOUNDED, "{name} took {:?}", started.elapsed());
+    }
+}
+
+#[test]
+fn a_scene_too_big_to_weld_skips_the_geometry_checks_with_the_reason() {
+    // One 100,000-vertex mesh drawn by 200 nodes (20 million world-space
+    // vertices), and 16 million zero-filled positions: the report comes back
+    // with GEO/TOP skipped and the estimate named, instead of gigabytes of weld.
+    for name in ["mesh-reuse-200x100k.gltf", "viewless-positions-16M.gltf"] {
+        let r = validate_within(name, regression("gltf_json", name), Duration::from_secs(10))
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        for id in ["GEO-002", "GEO-003", "GEO-004", "GEO-007", "TOP-001", "TOP-002"] {
+            let c = check(&r, id);
+            assert_eq!(c.status, Status::Skipped, "{name} {id}: {}", c.message);
+            let reason = c.measured["reason"].as_str().unwrap_or_default();
+            assert!(reason.contains("geometry budget"), "{name} {id}: {reason}");
+        }
+        assert!(measured_u64(&r, "PERF-002", "vertices") >= 16_000_000, "{name}: PERF still counts every vertex");
+        assert_schema_valid(&serde_json::to_value(&r).unwrap());
+    }
+    // A real scene is welded: the budget is the file's decode budget.
+    let r = accepted("cube.glb", Doc::single(cube(1.0)).to_glb());
+    assert_eq!(check(&r, "GEO-002").status, Status::Pass);
+
+    // In full mode the renderer refuses 16 million vertices (1.1 GB of
+    // vertex buffers) by its own budget: RND-001 fails and says so.
+    use meshcheck::engine::{Options, Selection, validate};
+    let opts = Options {
+        mode: meshcheck::report::Mode::Full,
+        selection: Selection::parse(&["RND-001".into()], &[]).unwrap(),
+        ..Options::default()
+    };
+    let name = "viewless-positions-16M.gltf";
+    let input = meshcheck::asset::Input::from_bytes(name, regression("gltf_json", name));
+    let r = validate(input, &opts).unwrap();
+    let rnd = check(&r, "RND-001");
+    assert_eq!(rnd.status, Status::Fail);
+    assert!(rnd.message.contains("renderer's budget"), "{}", rnd.message);
+}
+
+#[test]
+fn zip_entries_claiming_more_compressed_bytes_than_the_archive_are_unsupported() {
+    // 127 entries that all start at offset 0 and claim 6 MB compressed each
+    // (8 MB inflated, a believable ratio), in a 15 KB file.
+    let bytes = regression("zip_bundle", "overlapping-entries-lying-compressed-sizes.zip");
+    match validate_within("overlap.zip", bytes, BOUNDED) {
+        Err(e) => {
+            assert_eq!(e.code, ErrorCode::UnsupportedFormat);
+            assert!(e.message.contains("compressed bytes"), "{}", e.message);
+        }
+        Ok(_) => panic!("overlapping entries were accepted"),
+    }
+}
+
+#[test]
+fn a_file_named_by_many_buffers_is_held_and_counted_once() {
+    // 1,000 buffers naming one 2.5 MB entry: held once (the loader and the
+    // reference validator), and delivered once in SPEC-004.
+    let r = accepted("shared.zip", regression("zip_bundle", "shared-buffer-1000x2.5MB.zip"));
+    assert_eq!(check(&r, "SPEC-003").status, Status::Pass);
+    let delivered = measured_u64(&r, "SPEC-004", "bytes");
+    assert!((2_500_000..2_600_000).contains(&delivered), "delivered {delivered}");
+    let z = zip_with(|w| {
+        let files = Doc::single(cube(1.0)).to_gltf_files("model");
+        for (name, bytes) in &files {
+            w.start_file(name.as_str(), stored()).unwrap();
+            w.write_all(bytes).unwrap();
+        }
+    });
+    let once = accepted("cube.zip", z);
+    assert!(measured_u64(&once, "SPEC-004", "bytes") > 0);
+}
+
+#[test]
+fn a_ktx2_texel_block_dimension_of_255_is_read() {
+    // The ktx2 crate (0.5.0) panics on it; meshcheck reads the header.
+    let r = accepted("ktx2-dfd.gltf", regression("gltf_json", "ktx2-image-dfd-texel-dim-255.gltf"));
+    assert_schema_valid(&serde_json::to_value(&r).unwrap());
+}
+
+// ---------------------------------------------------------------------------
+// Peak memory, measured on the binary
+// ---------------------------------------------------------------------------
+
+/// Peak resident memory allowed for one hostile input through the binary in
+/// checks_only mode (the decode budget of a small file is 256 MiB, and the
+/// world mesh is held to the same; measured peaks are in docs/reliability.md).
+const PEAK_CHECKS_ONLY: u64 = 512 << 20;
+/// The same in full mode, where lavapipe's renderer adds its own.
+const PEAK_FULL: u64 = 1024 << 20;
+
+/// Runs the binary with `args` (at most 120 s) and returns the exit code,
+/// standard output and the peak resident memory in bytes of the largest
+/// process of its tree (the binary, or the reference validator it started).
+fn run_measured(args: &[&str]) -> (Option<i32>, Vec<u8>, u64) {
+    // The peak comes from a small Python parent's RUSAGE_CHILDREN: a child
+    // forked from this (large) test process would carry this process's
+    // high-water mark into its own through exec.
+    const MEASURE: &str = "import resource, subprocess, sys\n\
+        p = subprocess.run(sys.argv[1:], stdin=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=120)\n\
+        sys.stderr.write(str(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss))\n\
+        sys.exit(p.returncode)\n";
+    let exe = crate::util::bin().get_program().to_owned();
+    let out = std::process::Command::new("python3")
+        .arg("-c")
+        .arg(MEASURE)
+        .arg(exe)
+        .args(args)
+        .env_remove("NO_COLOR")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("python3 runs");
+    let kib: u64 = String::from_utf8_lossy(&out.stderr).trim().parse().unwrap_or_else(|_| {
+        panic!("no peak from the measuring parent (a hang past 120 s?): {}", String::from_utf8_lossy(&out.stderr))
+    });
+    (out.status.code(), out.stdout, kib * 1024)
+}
+
+#[test]
+fn hostile_inputs_stay_within_a_memory_bound_through_the_binary() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut files: Vec<std::path::PathBuf> = Vec::new();
+    let mut add = |name: &str, bytes: Vec<u8>| {
+        let path = dir.path().join(name);
+        std::fs::write(&path, bytes).unwrap();
+        files.push(path);
+    };
+    add("zero-filled-24GiB.glb", zero_filled_bomb_glb());
+    let (mut json, bin) = cube_parts();
+    json["buffers"][0]["byteLength"] = json!(1_000_000_000_000u64);
+    add("terabyte-buffer.glb", glb_from_parts(&json, &bin));
+    let mut glb = Doc::single(cube(1.0)).to_glb();
+    glb[12..16].copy_from_slice(&u32::MAX.to_le_bytes());
+    add("chunk-overflow.glb", glb);
+    add(
+        "nesting-bomb.gltf",
+        format!(r#"{{"asset":{{"version":"2.0"}},"extensions":{{"X":{}}}}}"#, nested_arrays(100_000)).into_bytes(),
+    );
+    let (mut deep, bin) = cube_parts();
+    deep["nodes"] = Value::Array(
+        (0..100_000)
+            .map(|i| if i + 1 < 100_000 { json!({ "children": [i + 1] }) } else { json!({ "mesh": 0 }) })
+            .collect(),
+    );
+    deep["scenes"] = json!([{ "nodes": [0] }]);
+    add("deep-100k.glb", glb_from_parts(&deep, &bin));
+    add("image-65535.glb", textured_glb(png_header_only(65535, 65535)));
+    add(
+        "ratio-bomb.zip",
+        zip_with(|w| {
+            for (name, bytes) in cube_files() {
+                w.start_file(name, stored()).unwrap();
+                w.write_all(&bytes).unwrap();
+            }
+            let deflate = zip::write::SimpleFileOptions::default().compression_method(zip::CompressionMethod::Deflated);
+            w.start_file("zeros.bin", deflate).unwrap();
+            let chunk = vec![0u8; 1 << 20];
+            for _ in 0..64 {
+                w.write_all(&chunk).unwrap();
+            }
+        }),
+    );
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/regressions");
+    for sub in ["glb", "gltf_json", "zip_bundle"] {
+        let mut names: Vec<_> = std::fs::read_dir(root.join(sub)).unwrap().map(|e| e.unwrap().path()).collect();
+        names.sort();
+        files.extend(names);
+    }
+    let runs: Vec<(&std::path::Path, &str)> =
+        files.iter().flat_map(|f| [(f.as_path(), "checks_only"), (f.as_path(), "full")]).collect();
+    let results = std::sync::Mutex::new(Vec::new());
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    std::thread::scope(|s| {
+        for _ in 0..2 {
+            s.spawn(|| {
+                loop {
+                    let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    let Some(&(path, mode)) = runs.get(i) else { break };
+                    let started = Instant::now();
+                    let (code, stdout, peak) = run_measured(&[
+                        "validate",
+                        path.to_str().unwrap(),
+                        "--format",
+                        "json",
+                        "--mode",
+                        mode,
+                        "-j",
+                        "1",
+                    ]);
+                    results.lock().unwrap().push((path, mode, code, stdout, peak, started.elapsed()));
+                }
+            });
+        }
+    });
+    let mut failures = Vec::new();
+    for (path, mode, code, stdout, peak, took) in results.into_inner().unwrap() {
+        let name = path.file_name().unwrap().to_string_lossy();
+        let v: Value = serde_json::from_slice(&stdout).unwrap_or(Value::Null);
+        let outcome = v["verdict"].as_str().or(v["error"]["code"].as_str()).unwrap_or("no JSON").to_string();
+        eprintln!("{name:>52} {mode:>11}: exit {code:?}, {outcome}, peak {} MiB, {took:.1?}", peak >> 20);
+        let limit = if mode == "full" { PEAK_FULL } else { PEAK_CHECKS_ONLY };
+        let answered = matches!(code, Some(0..=3))
+            && ["pass", "warn", "fail", "MALFORMED_GLTF", "UNSUPPORTED_FORMAT", "BUNDLE_INCOMPLETE"]
+                .contains(&outcome.as_str());
+        if !answered || peak > limit {
+            failures.push(format!("{name} ({mode}): exit {code:?}, {outcome}, peak {} MiB", peak >> 20));
+        }
+    }
+    assert!(failures.is_empty(), "over the bound or unanswered: {failures:#?}");
 }

@@ -11,7 +11,9 @@
 //! - anything else: a structured document (`meshcheck_fuzz::synth`) whose
 //!   fields the bytes choose, packed as a GLB around the remaining bytes.
 //!
-//! Run with `cargo fuzz run accessors`.
+//! Run with `cargo fuzz run accessors`. To see the document a structured
+//! input makes, run the target on it with `FUZZ_SYNTH_DUMP=<file>` set: the
+//! GLB is written there.
 
 #![no_main]
 
@@ -22,6 +24,7 @@ libfuzzer_sys::fuzz_target!(|data: &[u8]| {
             if let Ok(glb) = meshcheck_fuzz::synth::glb(data)
                 && !glb.is_empty()
             {
+                meshcheck_fuzz::synth::dump(&glb);
                 meshcheck_fuzz::exercise_container(&glb);
             }
         }

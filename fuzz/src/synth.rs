@@ -194,3 +194,12 @@ pub fn pack_glb(json: &[u8], bin: &[u8]) -> Vec<u8> {
     out.extend(std::iter::repeat_n(0u8, pad(bin.len())));
     out
 }
+
+/// Writes `glb` to the file named by `FUZZ_SYNTH_DUMP`, when it is set (to
+/// read what a crashing structured input builds).
+pub fn dump(glb: &[u8]) {
+    static TO: std::sync::OnceLock<Option<std::path::PathBuf>> = std::sync::OnceLock::new();
+    if let Some(path) = TO.get_or_init(|| std::env::var_os("FUZZ_SYNTH_DUMP").map(Into::into)) {
+        let _ = std::fs::write(path, glb);
+    }
+}

@@ -144,6 +144,15 @@ impl ZipBundle {
             }
             entries.push((i, name, size));
         }
+        // Entries of a real zip do not overlap, so their compressed sizes sum to
+        // less than the archive; headers that claim more are lying, and the
+        // ratio below would be judged against bytes that are not there.
+        if compressed_total > bytes.len() as u64 {
+            return Err(refuse(format!(
+                "the zip's entries claim {compressed_total} compressed bytes in an archive of {} bytes (overlapping or lying entries)",
+                bytes.len()
+            )));
+        }
         if declared_total > RATIO_FLOOR_BYTES && declared_total / compressed_total.max(1) > MAX_ZIP_RATIO {
             return Err(refuse(format!(
                 "the zip inflates {compressed_total} bytes to {declared_total}, over the {MAX_ZIP_RATIO}:1 ratio limit"

@@ -75,6 +75,7 @@ pub struct DocData<'a> {
     pub buffers: Vec<BufferData<'a>>,
     decoded_views: Vec<OnceCell<std::result::Result<Vec<u8>, Error>>>,
     budget: Cell<u64>,
+    total: u64,
 }
 
 fn accessor_ptr(i: usize) -> serde_json::Value {
@@ -92,7 +93,7 @@ impl<'a> DocData<'a> {
     /// Wraps loaded buffers with a decode budget in bytes.
     pub fn new(root: &'a Root, buffers: Vec<BufferData<'a>>, budget: u64) -> Self {
         let decoded_views = (0..root.buffer_views.len()).map(|_| OnceCell::new()).collect();
-        DocData { root, buffers, decoded_views, budget: Cell::new(budget) }
+        DocData { root, buffers, decoded_views, budget: Cell::new(budget), total: budget }
     }
 
     /// Takes `bytes` from the decode budget, or fails with MALFORMED_GLTF.
@@ -110,6 +111,11 @@ impl<'a> DocData<'a> {
     /// What remains of the decode budget.
     pub fn budget_left(&self) -> u64 {
         self.budget.get()
+    }
+
+    /// The whole decode budget this document was given.
+    pub fn budget_total(&self) -> u64 {
+        self.total
     }
 
     /// A buffer's bytes.

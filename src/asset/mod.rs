@@ -18,6 +18,8 @@ use bundle::{Resolver, UriKind};
 use data::{BufferData, DocData};
 use sha2::{Digest, Sha256};
 use std::borrow::Cow;
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 
 /// Fixed part of the per-file decode budget, in bytes.
 pub const DECODE_BUDGET_BASE: u64 = 256 << 20;
@@ -100,8 +102,12 @@ pub struct Asset {
     pub asset_bytes: u64,
     /// Every image's encoded bytes, by image index, when the load was asked
     /// to keep them (the renderer draws them; the checks read only headers).
-    pub image_data: Vec<Option<Vec<u8>>>,
+    /// Images that share a file or a buffer view share their bytes.
+    pub image_data: Vec<KeptImage>,
 }
+
+/// An image's encoded bytes kept for the renderer, if it could be loaded.
+pub type KeptImage = Option<Arc<[u8]>>;
 
 /// What a load keeps beyond what the checks need.
 #[derive(Debug, Clone, Copy, Default)]
@@ -228,10 +234,12 @@ fn load_main(opened: &Opened, options: LoadOptions) -> Result<Asset> {
     let root = parse_json(json)?;
     let budget = (DECODE_BUDGET_BASE + input_bytes.saturating_mul(DECODE_BUDGET_PER_BYTE)).min(DECODE_BUDGET_MAX);
     let mut references = Vec::new();
-    let mut asset_bytes = main_bytes.len() as u64;
-    let buffers = load_buffers(&root, bin, resolver, &mut references, &mut asset_bytes)?;
+    let fetched = fetch_external(&root, resolver);
+    let mut files = Files { fetched: &fetched, counted: HashSet::new(), asset_bytes: main_bytes.len() as u64 };
+    let buffers = load_buffers(&root, bin, &mut files, &mut references)?;
     let data = DocData::new(&root, buffers, budget);
-    let (images, image_data) = load_images(&data, resolver, &mut references, &mut asset_bytes, options.keep_images);
+    let (images, image_data) = load_images(&data, &mut files, &mut references, options.keep_images);
+    let asset_bytes = files.asset_bytes;
     let scene = scene::build(&data)?;
     drop(data);
     Ok(Asset { info: opened.info.clone(), root, scene, references, images, asset_bytes, image_data })
@@ -282,29 +290,61 @@ fn display_uri(uri: &str) -> String {
     if uri.starts_with("data:") { format!("data:{}", bundle::data_uri_mime(uri)) } else { uri.to_string() }
 }
 
+/// External files by the path the resolver was asked for: the bytes, or why
+/// they could not be had.
+type Fetched = HashMap<String, std::result::Result<Vec<u8>, String>>;
+
+/// The path a relative URI is fetched by.
+fn fetch_key(path: String) -> String {
+    bundle::normalise(&path).unwrap_or(path)
+}
+
+/// Fetches every file the buffers and images name, once each: a bundle
+/// whose thousand buffers name one file holds that file once, not a
+/// thousand times.
+fn fetch_external(root: &gltf::json::Root, resolver: &dyn Resolver) -> Fetched {
+    let mut out = Fetched::new();
+    let uris = root.buffers.iter().filter_map(|b| b.uri.as_deref());
+    for uri in uris.chain(root.images.iter().filter_map(|i| i.uri.as_deref())) {
+        if let UriKind::Relative(path) = bundle::classify_uri(uri) {
+            out.entry(fetch_key(path)).or_insert_with_key(|k| resolver.fetch(k).map_err(|e| e.reason()));
+        }
+    }
+    out
+}
+
+/// The fetched files, and the asset's size as delivered (each external file
+/// counted once, however many URIs name it).
+struct Files<'f> {
+    fetched: &'f Fetched,
+    counted: HashSet<&'f str>,
+    asset_bytes: u64,
+}
+
 /// Resolves a URI to bytes, recording the reference.
-fn resolve(
-    uri: &str,
-    pointer: String,
-    resolver: &dyn Resolver,
-    refs: &mut Vec<Reference>,
-    asset_bytes: &mut u64,
-) -> Option<Vec<u8>> {
+fn resolve<'f>(uri: &str, pointer: String, files: &mut Files<'f>, refs: &mut Vec<Reference>) -> Option<Cow<'f, [u8]>> {
     let (result, external) = match bundle::classify_uri(uri) {
-        UriKind::Data => (bundle::decode_data_uri(uri), false),
-        UriKind::Relative(path) => match bundle::normalise(&path) {
-            Some(p) => (resolver.fetch(&p).map_err(|e| e.reason()), true),
-            None => (resolver.fetch(&path).map_err(|e| e.reason()), true),
-        },
+        UriKind::Data => (bundle::decode_data_uri(uri).map(Cow::Owned), false),
+        UriKind::Relative(path) => {
+            let got = files.fetched.get_key_value(&fetch_key(path));
+            let result = match got {
+                Some((key, Ok(bytes))) => {
+                    if files.counted.insert(key.as_str()) {
+                        files.asset_bytes += bytes.len() as u64;
+                    }
+                    Ok(Cow::Borrowed(&bytes[..]))
+                }
+                Some((_, Err(why))) => Err(why.clone()),
+                None => Err(bundle::Unresolved::NotFound.reason()),
+            };
+            (result, true)
+        }
         UriKind::Unfetchable(why) => (Err(why.reason()), true),
     };
     let (bytes, reason) = match result {
         Ok(b) => (Some(b), None),
         Err(r) => (None, Some(r)),
     };
-    if external && let Some(b) = &bytes {
-        *asset_bytes += b.len() as u64;
-    }
     refs.push(Reference {
         pointer,
         uri: display_uri(uri),
@@ -318,9 +358,8 @@ fn resolve(
 fn load_buffers<'a>(
     root: &gltf::json::Root,
     bin: Option<&'a [u8]>,
-    resolver: &dyn Resolver,
+    files: &mut Files<'a>,
     refs: &mut Vec<Reference>,
-    asset_bytes: &mut u64,
 ) -> Result<Vec<BufferData<'a>>> {
     let mut out = Vec::with_capacity(root.buffers.len());
     for (i, b) in root.buffers.iter().enumerate() {
@@ -333,8 +372,8 @@ fn load_buffers<'a>(
             .unwrap_or(false);
         let declared = b.byte_length.0;
         let data = match (&b.uri, i, bin) {
-            (Some(uri), _, _) => match resolve(uri, format!("/buffers/{i}"), resolver, refs, asset_bytes) {
-                Some(bytes) => BufferData::Loaded(Cow::Owned(bytes)),
+            (Some(uri), _, _) => match resolve(uri, format!("/buffers/{i}"), files, refs) {
+                Some(bytes) => BufferData::Loaded(bytes),
                 None if fallback => BufferData::Fallback,
                 None => {
                     let reason = refs.last().and_then(|r| r.reason.clone()).unwrap_or_default();
@@ -361,12 +400,13 @@ fn load_buffers<'a>(
 
 fn load_images(
     data: &DocData<'_>,
-    resolver: &dyn Resolver,
+    files: &mut Files<'_>,
     refs: &mut Vec<Reference>,
-    asset_bytes: &mut u64,
     keep: bool,
-) -> (Vec<ImageRecord>, Vec<Option<Vec<u8>>>) {
+) -> (Vec<ImageRecord>, Vec<KeptImage>) {
     let mut kept = Vec::new();
+    // Kept bytes by source (a URI or a buffer view): images that share one share its bytes.
+    let mut shared: HashMap<String, Arc<[u8]>> = HashMap::new();
     let records = data
         .root
         .images
@@ -374,15 +414,19 @@ fn load_images(
         .enumerate()
         .map(|(index, img)| {
             let bytes: std::result::Result<Cow<'_, [u8]>, String> = match (&img.uri, img.buffer_view) {
-                (Some(uri), _) => resolve(uri, format!("/images/{index}"), resolver, refs, asset_bytes)
-                    .map(Cow::Owned)
+                (Some(uri), _) => resolve(uri, format!("/images/{index}"), files, refs)
                     .ok_or_else(|| "the image could not be loaded".to_string()),
                 (None, Some(v)) => data.view(v.value()).map(Cow::Borrowed).map_err(|e| e.message),
                 (None, None) => Err("the image has neither a uri nor a bufferView".into()),
             };
             let header = bytes.as_ref().map_err(Clone::clone).and_then(|b| texture::read_header(b));
             if keep {
-                kept.push(bytes.ok().map(Cow::into_owned));
+                let source = match (&img.uri, img.buffer_view) {
+                    (Some(uri), _) => format!("uri:{uri}"),
+                    (None, Some(v)) => format!("view:{}", v.value()),
+                    (None, None) => String::new(),
+                };
+                kept.push(bytes.ok().map(|b| shared.entry(source).or_insert_with(|| Arc::from(&b[..])).clone()));
             }
             ImageRecord { index, header, declared_mime: img.mime_type.as_ref().map(|m| m.0.clone()) }
         })

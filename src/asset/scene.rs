@@ -6,6 +6,12 @@
 //! KHR_mesh_quantization) and kept in local space; each drawn instance holds
 //! its world matrix. Node hierarchies are walked iteratively, so a 100,000-deep
 //! chain or a cycle cannot overflow the stack or loop.
+//!
+//! Memory follows the file, not what it claims: every drawn instance is
+//! charged to the document's decode budget (a few hundred bytes of JSON can
+//! instance a mesh millions of times), and the welded world mesh is built
+//! only when its estimated size fits the same budget; otherwise the checks
+//! that need it report `skipped` with the reason.
 
 use super::data::DocData;
 use crate::error::{Error, Result};
@@ -19,6 +25,14 @@ use std::sync::OnceLock;
 
 /// UV sets read per primitive (TEXCOORD_0..TEXCOORD_7).
 pub const MAX_UV_SETS: usize = 8;
+
+/// Estimated bytes the world mesh and its welded topology hold per drawn
+/// vertex (world point, welded copy, weld keys and maps). Measured peaks are
+/// below these estimates (see `docs/reliability.md`).
+pub const WORLD_BYTES_PER_VERTEX: u64 = 80;
+/// Estimated bytes per drawn triangle (world and welded triangles, flags,
+/// three edges with their faces, shell, patch, orientation and normal).
+pub const WORLD_BYTES_PER_TRIANGLE: u64 = 160;
 
 /// A decoded mesh primitive, in its mesh's local space.
 #[derive(Debug, Clone, Default)]
@@ -110,8 +124,12 @@ pub struct Scene {
     pub bounds: Aabb,
     /// Loader observations worth a user's attention (cycles, invalid indices).
     pub notes: Vec<String>,
-    /// The welded world-space mesh, built once on first use (see [`Scene::world_mesh`]).
-    pub world: OnceLock<WorldMesh>,
+    /// Bytes the welded world mesh may take (the document's decode budget;
+    /// see [`Scene::world_mesh`]).
+    pub geometry_budget: u64,
+    /// The welded world-space mesh, built once on first use, or why it was
+    /// not built (see [`Scene::world_mesh`]).
+    pub world: OnceLock<std::result::Result<WorldMesh, String>>,
 }
 
 /// Every drawn triangle of every instance in world space, welded: the one
@@ -139,8 +157,41 @@ impl Scene {
     /// profile (one tolerance) applies per report, so the first call's
     /// tolerance is the one kept; a later call with another tolerance
     /// rebuilds nothing and returns the kept mesh (its `tolerance` says which).
-    pub fn world_mesh(&self, tolerance: f64) -> &WorldMesh {
-        self.world.get_or_init(|| self.build_world_mesh(tolerance))
+    ///
+    /// `Err` says why it was not built: its estimated size
+    /// ([`Scene::world_mesh_bytes`]) is over [`Scene::geometry_budget`].
+    pub fn world_mesh(&self, tolerance: f64) -> std::result::Result<&WorldMesh, &str> {
+        self.world
+            .get_or_init(|| {
+                let need = self.world_mesh_bytes();
+                if need > self.geometry_budget {
+                    return Err(format!(
+                        "the scene draws {} vertices and {} triangles (with instancing); welding them would take about {} MB, over this file's geometry budget of {} MB",
+                        self.vertices(),
+                        self.triangles(),
+                        need >> 20,
+                        self.geometry_budget >> 20
+                    ));
+                }
+                Ok(self.build_world_mesh(tolerance))
+            })
+            .as_ref()
+            .map_err(String::as_str)
+    }
+
+    /// The estimated bytes of the welded world mesh: every instance's
+    /// vertices and triangles at [`WORLD_BYTES_PER_VERTEX`] and
+    /// [`WORLD_BYTES_PER_TRIANGLE`].
+    pub fn world_mesh_bytes(&self) -> u64 {
+        self.instances
+            .iter()
+            .map(|i| {
+                let p = &self.primitives[i.primitive];
+                (p.positions.len() as u64)
+                    .saturating_mul(WORLD_BYTES_PER_VERTEX)
+                    .saturating_add((p.triangles.len() as u64).saturating_mul(WORLD_BYTES_PER_TRIANGLE))
+            })
+            .fold(0u64, u64::saturating_add)
     }
 
     fn build_world_mesh(&self, tolerance: f64) -> WorldMesh {
@@ -246,7 +297,7 @@ fn all_world_matrices(root: &gltf::json::Root) -> Vec<Option<Mat4>> {
 /// Flattens the default scene, decoding each drawn primitive once.
 pub fn build(data: &DocData<'_>) -> Result<Scene> {
     let root = data.root;
-    let mut scene = Scene { bounds: Aabb::empty(), ..Scene::default() };
+    let mut scene = Scene { bounds: Aabb::empty(), geometry_budget: data.budget_total(), ..Scene::default() };
     let n = root.nodes.len();
     let roots: Vec<usize> = if root.scenes.is_empty() {
         // No scenes: draw every parentless node, as most viewers do.
@@ -321,6 +372,11 @@ pub fn build(data: &DocData<'_>) -> Result<Scene> {
                 }
             };
             scene.draw_calls += 1;
+            let drawn = instancing.as_ref().map_or(1, Vec::len) as u64;
+            data.charge(
+                drawn.saturating_mul(std::mem::size_of::<Instance>() as u64),
+                &format!("node {i}'s {drawn} drawn instances of /meshes/{mesh_idx}/primitives/{p}"),
+            )?;
             let local_bounds = scene.primitives[prim_id].bounds;
             match &instancing {
                 Some(list) => {
@@ -406,6 +462,10 @@ fn read_instancing(data: &DocData<'_>, node: usize, ext: &serde_json::Value) -> 
     if counts.iter().any(|&c| c != count) {
         return Err(Error::malformed(format!("node {node}: EXT_mesh_gpu_instancing attributes have different counts")));
     }
+    data.charge(
+        (count as u64).saturating_mul(std::mem::size_of::<Mat4>() as u64),
+        &format!("node {node}'s {count} EXT_mesh_gpu_instancing transforms"),
+    )?;
     Ok((0..count)
         .map(|k| {
             let tv = t.as_ref().map_or([0.0; 3], |v| [v[3 * k] as f64, v[3 * k + 1] as f64, v[3 * k + 2] as f64]);

@@ -110,7 +110,50 @@ pub fn read_header(bytes: &[u8]) -> Result<ImageHeader, String> {
     })
 }
 
+/// Offsets, in a Basic data format descriptor block (after its 8-byte block
+/// header), of the four `texelBlockDimension` bytes.
+const DFD_TEXEL_DIMS: std::ops::Range<usize> = 4..8;
+
+/// A copy of `bytes` whose Basic DFD blocks have no `texelBlockDimension`
+/// of 255, or `None` when none has. The `ktx2` crate (0.5.0) adds one to each
+/// dimension byte in a `u8` and unwraps it as non-zero, so 255 panics while
+/// parsing; no Vulkan format has a 256-texel block, and meshcheck never reads
+/// the dimensions, so they are set to 0 (one texel) before the crate parses.
+fn without_dfd_texel_dim_255(bytes: &[u8]) -> Option<Vec<u8>> {
+    let u32_at = |at: usize| bytes.get(at..at + 4).map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize);
+    let (offset, length) = (u32_at(48)?, u32_at(52)?);
+    let end = offset.checked_add(length)?.min(bytes.len());
+    // Skip the DFD's 4-byte total size; walk its blocks.
+    let mut at = offset.checked_add(4)?;
+    let mut patches = Vec::new();
+    while at.checked_add(8).is_some_and(|e| e <= end) {
+        let (head, size) = (u32_at(at)?, bytes.get(at + 6..at + 8).map(|b| u16::from_le_bytes([b[0], b[1]]) as usize)?);
+        // vendorId 0 and descriptorType 0: a Basic block.
+        if head == 0 {
+            for i in DFD_TEXEL_DIMS {
+                if bytes.get(at + 8 + i) == Some(&255) {
+                    patches.push(at + 8 + i);
+                }
+            }
+        }
+        if size == 0 {
+            break;
+        }
+        at += size;
+    }
+    if patches.is_empty() {
+        return None;
+    }
+    let mut copy = bytes.to_vec();
+    for at in patches {
+        copy[at] = 0;
+    }
+    Some(copy)
+}
+
 fn read_ktx2(bytes: &[u8]) -> Result<ImageHeader, String> {
+    let patched = without_dfd_texel_dim_255(bytes);
+    let bytes = patched.as_deref().unwrap_or(bytes);
     let reader = ktx2::Reader::new(bytes).map_err(|e| format!("the KTX2 header cannot be read: {e:?}"))?;
     let header = reader.header();
     let (width, height) = (header.pixel_width, header.pixel_height.max(1));
@@ -163,6 +206,19 @@ mod tests {
         assert_eq!(rgba8_mip_chain_bytes(256, 256), 349_524);
         assert_eq!(rgba8_mip_chain_bytes(2048, 2048), 22_369_620);
         assert_eq!(rgba8_mip_chain_bytes(1, 1), 4);
+    }
+
+    #[test]
+    fn a_dfd_texel_dimension_of_255_is_read_not_panicked_on() {
+        // fuzz/regressions/ktx2: the ktx2 crate unwraps 255 + 1 as non-zero.
+        let bytes = include_bytes!("../../fuzz/regressions/ktx2/dfd-texel-dim-255.ktx2");
+        assert!(without_dfd_texel_dim_255(bytes).is_some());
+        let found = include_bytes!("../../fuzz/regressions/ktx2/fuzzer-found-dfd-texel-dim-255.ktx2");
+        for b in [&bytes[..], &found[..]] {
+            let _ = read_header(b);
+        }
+        let header = read_header(bytes).expect("the header is otherwise sound");
+        assert_eq!(header.format, ImageFormat::Ktx2);
     }
 
     #[test]

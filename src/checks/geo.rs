@@ -10,11 +10,12 @@ use std::collections::BTreeSet;
 
 const NO_TRIANGLES: &str = "the default scene draws no triangles";
 
-/// The welded world mesh under the profile's weld tolerance, or `None` when
-/// the scene draws no triangles.
-pub fn world<'a>(cx: &'a Ctx<'_>) -> Option<&'a WorldMesh> {
-    let w = cx.asset.scene.world_mesh(cx.profile.get("weld_tolerance"));
-    (!w.triangles.is_empty()).then_some(w)
+/// The welded world mesh under the profile's weld tolerance, or why the
+/// checks that need it are skipped: the scene draws no triangles, or the
+/// mesh is over the file's geometry budget (see [`crate::asset::scene::Scene::world_mesh`]).
+pub fn world<'a>(cx: &'a Ctx<'_>) -> Result<&'a WorldMesh, String> {
+    let w = cx.asset.scene.world_mesh(cx.profile.get("weld_tolerance"))?;
+    if w.triangles.is_empty() { Err(NO_TRIANGLES.into()) } else { Ok(w) }
 }
 
 /// JSON pointers of the primitives that drew `triangles`, sorted, each once.
@@ -31,7 +32,10 @@ pub fn primitive_pointers(cx: &Ctx<'_>, w: &WorldMesh, triangles: impl Iterator<
 
 /// GEO-002.
 pub fn open_boundaries(cx: &Ctx<'_>) -> CheckOutput {
-    let Some(w) = world(cx) else { return CheckOutput::Skipped(NO_TRIANGLES.into()) };
+    let w = match world(cx) {
+        Ok(w) => w,
+        Err(why) => return CheckOutput::Skipped(why),
+    };
     let t = &w.topology;
     let boundary: Vec<u32> = t.boundary_edges().map(|e| t.faces(e)[0].0).collect();
     let non_manifold = t.edges.iter().filter(|e| e.count > 2).count() as u64;
@@ -72,7 +76,10 @@ pub fn open_boundaries(cx: &Ctx<'_>) -> CheckOutput {
 
 /// GEO-003.
 pub fn winding(cx: &Ctx<'_>) -> CheckOutput {
-    let Some(w) = world(cx) else { return CheckOutput::Skipped(NO_TRIANGLES.into()) };
+    let w = match world(cx) {
+        Ok(w) => w,
+        Err(why) => return CheckOutput::Skipped(why),
+    };
     let t = &w.topology;
     let faces = t.collapsed.iter().filter(|c| !**c).count() as u64;
     let flipped = t.flipped_faces();
@@ -122,7 +129,10 @@ pub fn degenerate_flags(w: &WorldMesh, tol: f64) -> &[bool] {
 
 /// GEO-004.
 pub fn degenerate_triangles(cx: &Ctx<'_>) -> CheckOutput {
-    let Some(w) = world(cx) else { return CheckOutput::Skipped(NO_TRIANGLES.into()) };
+    let w = match world(cx) {
+        Ok(w) => w,
+        Err(why) => return CheckOutput::Skipped(why),
+    };
     let tol = cx.profile.get("weld_tolerance");
     let flags = degenerate_flags(w, tol);
     let bad: Vec<u32> = (0..w.triangles.len()).filter(|&t| flags[t]).map(|t| t as u32).collect();
@@ -195,7 +205,10 @@ fn shell_boxes(t: &crate::geom::mesh::Topology) -> (Vec<Aabb>, Aabb) {
 
 /// GEO-007.
 pub fn floating_debris(cx: &Ctx<'_>) -> CheckOutput {
-    let Some(w) = world(cx) else { return CheckOutput::Skipped(NO_TRIANGLES.into()) };
+    let w = match world(cx) {
+        Ok(w) => w,
+        Err(why) => return CheckOutput::Skipped(why),
+    };
     let t = &w.topology;
     if t.shell_count == 0 {
         return CheckOutput::Skipped("every triangle is degenerate".into());

@@ -7,8 +7,6 @@ use crate::geom::mesh::{cross, dot, len, shape, sub};
 use rayon::prelude::*;
 use serde_json::{Map, Value};
 
-const NO_TRIANGLES: &str = "the default scene draws no triangles";
-
 /// Cosine of the angle between two vectors (1 when either is zero).
 fn cosine(a: [f64; 3], b: [f64; 3]) -> f64 {
     let (la, lb) = (len(a), len(b));
@@ -25,7 +23,10 @@ pub const QUAD_CORNER_TOLERANCE_DEG: f64 = 40.0;
 
 /// TOP-001.
 pub fn quad_reconstructibility(cx: &Ctx<'_>) -> CheckOutput {
-    let Some(w) = world(cx) else { return CheckOutput::Skipped(NO_TRIANGLES.into()) };
+    let w = match world(cx) {
+        Ok(w) => w,
+        Err(why) => return CheckOutput::Skipped(why),
+    };
     let t = &w.topology;
     let degenerate = degenerate_flags(w, cx.profile.get("weld_tolerance"));
     let p = |i: u32| t.vertices[i as usize];
@@ -105,7 +106,10 @@ pub const VALENCE_HISTOGRAM_CAP: u64 = 12;
 
 /// TOP-002.
 pub fn valence_regularity(cx: &Ctx<'_>) -> CheckOutput {
-    let Some(w) = world(cx) else { return CheckOutput::Skipped(NO_TRIANGLES.into()) };
+    let w = match world(cx) {
+        Ok(w) => w,
+        Err(why) => return CheckOutput::Skipped(why),
+    };
     let t = &w.topology;
     let n = t.vertices.len();
     let mut valence = vec![0u64; n];
@@ -153,7 +157,10 @@ pub fn valence_regularity(cx: &Ctx<'_>) -> CheckOutput {
 
 /// TOP-003.
 pub fn triangle_regularity(cx: &Ctx<'_>) -> CheckOutput {
-    let Some(w) = world(cx) else { return CheckOutput::Skipped(NO_TRIANGLES.into()) };
+    let w = match world(cx) {
+        Ok(w) => w,
+        Err(why) => return CheckOutput::Skipped(why),
+    };
     let mut q: Vec<f64> = w
         .triangles
         .par_iter()
@@ -185,7 +192,10 @@ pub fn triangle_regularity(cx: &Ctx<'_>) -> CheckOutput {
 
 /// TOP-004.
 pub fn hard_edges(cx: &Ctx<'_>) -> CheckOutput {
-    let Some(w) = world(cx) else { return CheckOutput::Skipped(NO_TRIANGLES.into()) };
+    let w = match world(cx) {
+        Ok(w) => w,
+        Err(why) => return CheckOutput::Skipped(why),
+    };
     let t = &w.topology;
     let hard_angle = cx.profile.get("hard_angle_deg");
     let hard_cos = hard_angle.to_radians().cos();

@@ -47,6 +47,21 @@ pub fn texture_dim_for(count: usize) -> u32 {
     dim
 }
 const FLOATS_PER_VERTEX: usize = 18;
+/// Host and device bytes all of a scene's vertex and index buffers may take
+/// (each primitive is uploaded once however often it is drawn). A scene over
+/// it is not drawn: RND-001 fails with the estimate, rather than the
+/// renderer (lavapipe holds buffers in host memory) taking gigabytes.
+pub const MESH_BUDGET_BYTES: u64 = 512 << 20;
+
+/// The bytes a scene's vertex and index buffers take on the renderer.
+pub fn mesh_bytes(scene: &crate::asset::scene::Scene) -> u64 {
+    scene
+        .primitives
+        .iter()
+        .filter(|p| !p.triangles.is_empty())
+        .map(|p| (p.positions.len() as u64) * (FLOATS_PER_VERTEX as u64 * 4) + (p.triangles.len() as u64) * 12)
+        .fold(0, u64::saturating_add)
+}
 const COLOR_FORMAT: wgpu::TextureFormat = wgpu::TextureFormat::Rgba8UnormSrgb;
 const DEPTH_FORMAT: wgpu::TextureFormat = wgpu::TextureFormat::Depth32Float;
 
@@ -215,6 +230,17 @@ impl GpuScene {
     /// Uploads the asset's default scene.
     pub fn upload(r: &Renderer, asset: &Asset) -> Result<GpuScene> {
         let scene = &asset.scene;
+        let bytes = mesh_bytes(scene);
+        if bytes > MESH_BUDGET_BYTES {
+            return Err(Error::new(
+                ErrorCode::RenderFailed,
+                format!(
+                    "the scene's meshes would take {} MB of vertex and index buffers, over the renderer's budget of {} MB",
+                    bytes >> 20,
+                    MESH_BUDGET_BYTES >> 20
+                ),
+            ));
+        }
         let device = &r.device;
         let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
         let oom = device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);

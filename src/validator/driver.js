@@ -80,16 +80,27 @@ function fold(report) {
 
 function validate(header, payload) {
   const id = header.id;
+  // One request, and one copy, per URI: a document whose thousand buffers
+  // name one file gets that file once (it would otherwise be held a
+  // thousand times over).
+  const fetched = new Map();
   const options = {
     uri: header.uri,
     maxIssues: 0,
     writeTimestamp: false,
-    externalResourceFunction: (uri) =>
-      new Promise((resolve, reject) => {
-        const req = nextReq++;
-        pending.set(req, { resolve, reject, uri });
-        send({ type: 'resource', id, req, uri });
-      }),
+    externalResourceFunction: (uri) => {
+      if (!fetched.has(uri)) {
+        fetched.set(
+          uri,
+          new Promise((resolve, reject) => {
+            const req = nextReq++;
+            pending.set(req, { resolve, reject, uri });
+            send({ type: 'resource', id, req, uri });
+          })
+        );
+      }
+      return fetched.get(uri);
+    },
   };
   if (header.format === 'glb' || header.format === 'gltf') options.format = header.format;
   return validator
