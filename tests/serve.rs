@@ -773,6 +773,73 @@ async fn e2e_webhooks_are_retried_under_the_same_id() {
     s.assert_no_blobs();
 }
 
+/// A webhook target that accepts the connection and never answers (and one
+/// that answers 500) holds neither a job worker nor the other deliveries:
+/// while three attempts hang, a further job runs to done and a fourth job's
+/// webhook reaches a healthy target.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn e2e_a_hanging_webhook_target_blocks_no_worker_and_no_other_delivery() {
+    let hang = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let hang_addr = hang.local_addr().unwrap();
+    let (accepted_tx, mut accepted) = tokio::sync::mpsc::unbounded_channel();
+    tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((sock, _)) = hang.accept().await {
+            held.push(sock); // kept open, never read or answered
+            let _ = accepted_tx.send(());
+        }
+    });
+    let (ok_addr, mut hooks) = webhook_receiver(200).await;
+    let s = srv_with(|c| {
+        c.allow_exact_targets = vec![hang_addr, ok_addr];
+        // Long enough that no hanging attempt ends during the test.
+        c.webhook_timeout = std::time::Duration::from_secs(300);
+        c.workers = 1;
+    });
+    let (_, key) = s.account("scale");
+    let run = start(&s).await;
+    let glb = big_glb(21_000_000);
+    let queue = |hook: Option<String>| {
+        let (s, key, glb) = (&s, &key, glb.clone());
+        async move {
+            let blob = upload(s, key, glb).await;
+            let mut body = json!({"blob_id": blob});
+            if let Some(h) = hook {
+                body["webhook_url"] = json!(h);
+            }
+            s.post_json("/v1/validate", key, body).await.ok(202)["job_id"].as_str().unwrap().to_string()
+        }
+    };
+    let mut hanging = Vec::new();
+    for _ in 0..3 {
+        hanging.push(queue(Some(format!("http://{hang_addr}/hook"))).await);
+    }
+    for job in &hanging {
+        assert_eq!(wait_job(&s, &key, job, |st| st == "done").await, "done");
+    }
+    for _ in 0..3 {
+        tokio::time::timeout(std::time::Duration::from_secs(30), accepted.recv())
+            .await
+            .expect("each hanging webhook connects")
+            .unwrap();
+    }
+    // The one worker is free: a job without a webhook runs to done.
+    let plain = queue(None).await;
+    assert_eq!(wait_job(&s, &key, &plain, |st| st == "done").await, "done");
+    // And the delivery pool is not held by the hanging three.
+    let healthy = queue(Some(format!("http://{ok_addr}/hook"))).await;
+    let (_, body) =
+        tokio::time::timeout(std::time::Duration::from_secs(60), hooks.recv()).await.expect("delivered").unwrap();
+    let v: Value = serde_json::from_slice(&body).unwrap();
+    assert_eq!(v["job_id"], healthy.as_str());
+    // The three hanging attempts are still in flight (none has ended, none retried).
+    let pending = s.store.due_deliveries(i64::MAX, 64).unwrap();
+    let stuck: Vec<_> = pending.iter().filter(|d| hanging.contains(&d.job_id)).collect();
+    assert_eq!(stuck.len(), 3, "{pending:?}");
+    assert!(stuck.iter().all(|d| d.attempts == 0));
+    run.stop().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn e2e_restart_recovers_interrupted_jobs() {
     let tmp = tempfile::tempdir().unwrap();

@@ -310,7 +310,7 @@ async fn deliver(state: &AppState, d: &Delivery) {
     let now = state.clock.now();
     let headers = super::webhook::headers(&account.webhook_secret, &d.id, now, d.body.as_bytes());
     let outcome =
-        state.webhook_fetcher.post(&d.url, &headers, d.body.clone().into_bytes(), Duration::from_secs(10)).await;
+        state.webhook_fetcher.post(&d.url, &headers, d.body.clone().into_bytes(), state.config.webhook_timeout).await;
     let attempts = d.attempts + 1;
     let status = outcome.as_ref().ok().map(|s| *s as i64);
     let ok = matches!(outcome, Ok(s) if (200..300).contains(&s));

@@ -93,6 +93,10 @@ pub struct Config {
     pub webhook_backoff: Duration,
     /// Webhook attempts before giving up.
     pub webhook_attempts: i64,
+    /// How long one webhook attempt may take, connection to last body byte
+    /// (a target that hangs costs one of the 16 delivery slots this long; it
+    /// never holds a job worker).
+    pub webhook_timeout: Duration,
     /// The vision model behind POST /v1/inspect (none: 503 INSPECT_UNAVAILABLE).
     pub vision: Option<crate::vision::Config>,
     /// Stripe (none: the billing routes answer 503 BILLING_UNAVAILABLE).
@@ -136,6 +140,7 @@ impl Config {
             janitor_every: Duration::from_secs(60),
             webhook_backoff: Duration::from_secs(5),
             webhook_attempts: 8,
+            webhook_timeout: Duration::from_secs(10),
             vision: None,
             stripe: None,
             render_worker: None,
