@@ -190,6 +190,41 @@ async fn keys_are_required_and_checked() {
     s.get("/v1/account", Some(&key)).await.expect(401, "INVALID_API_KEY");
 }
 
+/// Every operation the OpenAPI document marks as needing a key answers 401
+/// without one and with an unknown one, before reading its body or its ids.
+#[tokio::test]
+async fn every_authenticated_operation_in_the_openapi_document_needs_a_key() {
+    let s = srv();
+    let doc = s.get("/v1/openapi.json", None).await.ok(200).clone();
+    let mut checked = Vec::new();
+    for (path, ops) in doc["paths"].as_object().unwrap() {
+        for (method, op) in ops.as_object().unwrap() {
+            if op["security"].as_array().is_none_or(|a| a.is_empty()) {
+                continue;
+            }
+            let concrete = path.replace("{id}", "x_1").replace("{upload_id}", "upl_1").replace("{file}", "f.png");
+            for (key, code) in
+                [(None, "MISSING_API_KEY"), (Some("mk_live_0000000000000000000000000000000"), "INVALID_API_KEY")]
+            {
+                let mut req = Request::builder().method(method.to_uppercase().as_str()).uri(&concrete);
+                if let Some(k) = key {
+                    req = req.header("x-api-key", k);
+                }
+                let r = s.call(req.header("content-type", "application/json").body(Body::from("{}")).unwrap()).await;
+                assert_eq!(r.status, 401, "{method} {concrete} with {key:?}: {}", r.json);
+                assert_eq!(r.json["error"]["code"], code, "{method} {concrete}");
+            }
+            checked.push(format!("{method} {path}"));
+        }
+    }
+    checked.sort();
+    for op in ["post /v1/validate", "post /v1/render", "post /v1/inspect", "get /v1/account", "post /v1/billing/portal"]
+    {
+        assert!(checked.iter().any(|c| c == op), "{op} is in the document: {checked:?}");
+    }
+    assert!(checked.len() >= 10, "{checked:?}");
+}
+
 #[tokio::test]
 async fn the_account_snapshot() {
     let s = srv();
