@@ -3,6 +3,8 @@
 # build` does (libFuzzer, AddressSanitizer, SanitizerCoverage, debug
 # assertions), replays fuzz/regressions, then runs each target for
 # FUZZ_SECONDS (60) on its committed corpus, FUZZ_JOBS (2) at a time.
+# `fuzz/ci.sh build` only builds; `fuzz/ci.sh run` only replays and runs (on
+# a finished build); no argument does both.
 #
 # It calls cargo directly with cargo-fuzz 0.13's flags instead of installing
 # cargo-fuzz, and builds at opt-level 1 with the default codegen units
@@ -31,12 +33,17 @@ export RUSTFLAGS="-Cpasses=sancov-module -Cllvm-args=-sanitizer-coverage-level=4
 # meshoptimizer's C++ defines one global twice; cargo-fuzz sets the same.
 export ASAN_OPTIONS="detect_odr_violation=0"
 
+PHASE="${1:-all}"
+BIN="$OUT/build/$TRIPLE/release"
+
+if [ "$PHASE" = build ] || [ "$PHASE" = all ]; then
 started=$(date +%s)
 cargo build --locked --manifest-path fuzz/Cargo.toml --target "$TRIPLE" --release \
   --config 'profile.release.opt-level=1' --config 'profile.release.debug=false' \
   --target-dir "$OUT/build" --bins
 echo "fuzz: built ${#TARGETS[@]} targets in $(( $(date +%s) - started )) s"
-BIN="$OUT/build/$TRIPLE/release"
+fi
+[ "$PHASE" = build ] && exit 0
 
 dict_for() {
   case "$1" in glb|gltf_json|accessors) echo "-dict=fuzz/dicts/gltf.dict" ;; esac

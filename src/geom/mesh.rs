@@ -151,7 +151,14 @@ pub struct Welded {
 pub fn weld_report(points: &[[f64; 3]], tol: f64) -> Welded {
     match weld_sorted(points, tol) {
         Ok(w) => return w,
-        Err(SortedMiss::TooDense) => {}
+        Err(SortedMiss::TooDense) => {
+            // Dense cells are most often one position repeated (a zero-filled
+            // accessor, vertices never written): weld the distinct positions,
+            // which cost nothing to compare, and map the labels back.
+            if let Some(w) = weld_distinct(points, tol) {
+                return w;
+            }
+        }
         Err(SortedMiss::NotPackable) => {
             if let Some(w) = weld_grid(points, tol, CELL_TOLERANCES, false) {
                 return w;
@@ -159,6 +166,35 @@ pub fn weld_report(points: &[[f64; 3]], tol: f64) -> Welded {
         }
     }
     weld_grid(points, tol, 1.0, true).expect("the fallback pass always completes")
+}
+
+/// [`weld_report`] on the distinct positions of `points` (bit for bit;
+/// non-finite points stay apart), or `None` when they are not fewer than
+/// half the points. Labels stay numbered in order of first appearance: the
+/// distinct positions are listed in that order.
+fn weld_distinct(points: &[[f64; 3]], tol: f64) -> Option<Welded> {
+    let mut index: HashMap<[u64; 3], u32> = HashMap::with_capacity(points.len() / 4);
+    let mut distinct: Vec<[f64; 3]> = Vec::new();
+    let of: Vec<u32> = points
+        .iter()
+        .map(|p| {
+            let push = |distinct: &mut Vec<[f64; 3]>| {
+                distinct.push(*p);
+                (distinct.len() - 1) as u32
+            };
+            if p.iter().all(|v| v.is_finite()) {
+                *index.entry(p.map(f64::to_bits)).or_insert_with(|| push(&mut distinct))
+            } else {
+                push(&mut distinct)
+            }
+        })
+        .collect();
+    if distinct.len() * 2 > points.len() {
+        return None;
+    }
+    drop(index);
+    let w = weld_report(&distinct, tol);
+    Some(Welded { labels: of.iter().map(|&d| w.labels[d as usize]).collect(), count: w.count, exact: w.exact })
 }
 
 /// Why [`weld_sorted`] handed over to the hash grid.
@@ -1060,6 +1096,26 @@ mod tests {
         let pts: Vec<[f64; 3]> = (0..100_000).map(|i| [i as f64 * 1e-12, 0.0, 0.0]).collect();
         let (_, n) = weld(&pts, 1e-5);
         assert_eq!(n, 1);
+    }
+
+    #[test]
+    fn one_position_repeated_welds_exactly_and_at_once() {
+        // 131,071 copies of the origin (a zero-filled accessor; fuzz find:
+        // 200 million comparisons before the dense fallback), with a few other
+        // points and a NaN: distinct positions are welded, labels mapped back.
+        let mut pts = vec![[0.0; 3]; 131_071];
+        pts[5] = [1.0, 0.0, 0.0];
+        pts[6] = [1.0 + 1e-7, 0.0, 0.0];
+        pts[7] = [f64::NAN, 0.0, 0.0];
+        pts[8] = [f64::NAN, 0.0, 0.0];
+        let w = weld_report(&pts, 1e-5);
+        assert!(w.exact);
+        assert_eq!(w.count, 4, "origin, the pair near x = 1, and each NaN alone");
+        assert_eq!((w.labels[0], w.labels[5], w.labels[6], w.labels[7], w.labels[8]), (0, 1, 1, 2, 3));
+        assert!(w.labels[9..].iter().all(|&l| l == 0));
+        // The same answer as the grid weld, which compares every pair.
+        let g = weld_grid(&pts[..2000], 1e-5, 1.0, true).unwrap();
+        assert_eq!(weld_report(&pts[..2000], 1e-5).labels, g.labels);
     }
 
     #[test]
