@@ -404,14 +404,18 @@ impl Gen {
         (status, body)
     }
 
-    async fn validate_multipart(&mut self) {
-        let b = &self.shared.bodies;
-        let req = self
-            .http
+    /// POST /v1/validate with this client's key and the given body.
+    fn post_validate(&self, content_type: &str, body: Bytes) -> reqwest::RequestBuilder {
+        self.http
             .post(self.url("/v1/validate"))
             .header("x-api-key", &self.key)
-            .header("content-type", &b.validate_ctype)
-            .body(b.validate.clone());
+            .header("content-type", content_type)
+            .body(body)
+    }
+
+    async fn validate_multipart(&mut self) {
+        let b = &self.shared.bodies;
+        let req = self.post_validate(&b.validate_ctype, b.validate.clone());
         let (status, body) = self.call(Kind::Validate, req).await;
         if status == 200
             && let Some(id) =
@@ -542,21 +546,14 @@ impl Gen {
             }
             Op::TextFile => {
                 let b = &self.shared.bodies;
-                let req = self
-                    .http
-                    .post(self.url("/v1/validate"))
-                    .header("x-api-key", &self.key)
-                    .header("content-type", &b.text_ctype)
-                    .body(b.text.clone());
+                let req = self.post_validate(&b.text_ctype, b.text.clone());
                 self.call(Kind::TextFile, req).await;
             }
             Op::BadJson => {
-                let req = self
-                    .http
-                    .post(self.url("/v1/validate"))
-                    .header("x-api-key", &self.key)
-                    .header("content-type", "application/json")
-                    .body(r#"{"blob_id": "upl_x", "mode": "checks_only""#);
+                let req = self.post_validate(
+                    "application/json",
+                    Bytes::from_static(br#"{"blob_id": "upl_x", "mode": "checks_only""#),
+                );
                 self.call(Kind::BadJson, req).await;
             }
             Op::OpenApi => {

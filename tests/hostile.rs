@@ -138,6 +138,22 @@ fn cube_files() -> Vec<(String, Vec<u8>)> {
     Doc::single(cube(1.0)).to_gltf_files("model")
 }
 
+/// A cube bundle with 64 MiB of zeros deflated beside it (about 1000:1).
+fn ratio_bomb_zip() -> Vec<u8> {
+    zip_with(|w| {
+        for (name, bytes) in cube_files() {
+            w.start_file(name, stored()).unwrap();
+            w.write_all(&bytes).unwrap();
+        }
+        let deflate = zip::write::SimpleFileOptions::default().compression_method(zip::CompressionMethod::Deflated);
+        w.start_file("zeros.bin", deflate).unwrap();
+        let chunk = vec![0u8; 1 << 20];
+        for _ in 0..64 {
+            w.write_all(&chunk).unwrap();
+        }
+    })
+}
+
 /// A GLB whose POSITION accessor claims 2^31 elements and has no bufferView
 /// (so it would be zero-filled: 2^31 x 3 x 4 bytes = 24 GiB).
 fn zero_filled_bomb_glb() -> Vec<u8> {
@@ -624,18 +640,7 @@ fn zip_with_exactly_the_entry_limit_loads() {
 
 #[test]
 fn zip_ratio_bomb_is_unsupported() {
-    let z = zip_with(|w| {
-        for (name, bytes) in cube_files() {
-            w.start_file(name, stored()).unwrap();
-            w.write_all(&bytes).unwrap();
-        }
-        let deflate = zip::write::SimpleFileOptions::default().compression_method(zip::CompressionMethod::Deflated);
-        w.start_file("zeros.bin", deflate).unwrap();
-        let chunk = vec![0u8; 1 << 20];
-        for _ in 0..64 {
-            w.write_all(&chunk).unwrap();
-        }
-    });
+    let z = ratio_bomb_zip();
     assert!(z.len() < 1 << 20, "64 MiB of zeros deflates small ({} bytes)", z.len());
     assert_eq!(refused("bomb.zip", z), ErrorCode::UnsupportedFormat);
 }
@@ -1012,21 +1017,47 @@ fn hostile_inputs_stay_within_a_memory_bound_through_the_binary() {
     deep["scenes"] = json!([{ "nodes": [0] }]);
     add("deep-100k.glb", glb_from_parts(&deep, &bin));
     add("image-65535.glb", textured_glb(png_header_only(65535, 65535)));
+    add("ratio-bomb.zip", ratio_bomb_zip());
     add(
-        "ratio-bomb.zip",
+        "entries-10001.zip",
         zip_with(|w| {
             for (name, bytes) in cube_files() {
                 w.start_file(name, stored()).unwrap();
                 w.write_all(&bytes).unwrap();
             }
-            let deflate = zip::write::SimpleFileOptions::default().compression_method(zip::CompressionMethod::Deflated);
-            w.start_file("zeros.bin", deflate).unwrap();
-            let chunk = vec![0u8; 1 << 20];
-            for _ in 0..64 {
-                w.write_all(&chunk).unwrap();
+            for i in 0..meshcheck::asset::bundle::MAX_ZIP_ENTRIES - 1 {
+                w.start_file(format!("f{i}.txt"), stored()).unwrap();
             }
         }),
     );
+    for (name, evil) in [("traversal.zip", "../evil.bin"), ("absolute.zip", "/abs.bin")] {
+        let mut files = cube_files();
+        files.push((evil.to_string(), vec![1, 2, 3]));
+        add(name, zip(&files));
+    }
+    add(
+        "symlink.zip",
+        zip_with(|w| {
+            for (name, bytes) in cube_files() {
+                w.start_file(name, stored()).unwrap();
+                w.write_all(&bytes).unwrap();
+            }
+            w.add_symlink("tex.png", "/etc/passwd", zip::write::SimpleFileOptions::default()).unwrap();
+        }),
+    );
+    let (mut json, bin) = cube_parts();
+    json["buffers"][0]["byteLength"] = json!(bin.len() + 100);
+    add("short-buffer.glb", glb_from_parts(&json, &bin));
+    let mut prim = cube(1.0);
+    prim.positions[0] = [f32::NAN, 0.0, 0.0];
+    prim.positions[1] = [f32::INFINITY, f32::NEG_INFINITY, 0.0];
+    prim.indices.as_mut().unwrap()[0] = 60_000;
+    add("nan-and-bad-indices.glb", Doc::single(prim).to_glb());
+    let mut doc = Doc::single(cube(1.0));
+    doc.nodes[0].children = vec![1];
+    doc.nodes.push(Node { children: vec![0], ..Node::default() });
+    add("node-cycle.glb", doc.to_glb());
+    add("not-an-image.glb", textured_glb(b"this is not a picture".to_vec()));
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/regressions");
     for sub in ["glb", "gltf_json", "zip_bundle"] {
         let mut names: Vec<_> = std::fs::read_dir(root.join(sub)).unwrap().map(|e| e.unwrap().path()).collect();
