@@ -98,8 +98,15 @@ impl<'a> DocData<'a> {
 
     /// Takes `bytes` from the decode budget, or fails with MALFORMED_GLTF.
     pub fn charge(&self, bytes: u64, what: &str) -> Result<()> {
+        self.charge_with(bytes, || what.to_string())
+    }
+
+    /// [`DocData::charge`], naming what is charged only when it is refused
+    /// (for charges made once per drawn primitive).
+    pub fn charge_with(&self, bytes: u64, what: impl FnOnce() -> String) -> Result<()> {
         let left = self.budget.get();
         if bytes > left {
+            let what = what();
             return Err(Error::malformed(format!(
                 "{what} would decode {bytes} bytes, more than this file can plausibly hold ({left} bytes left of its decode budget)"
             )));

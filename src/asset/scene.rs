@@ -373,10 +373,9 @@ pub fn build(data: &DocData<'_>) -> Result<Scene> {
             };
             scene.draw_calls += 1;
             let drawn = instancing.as_ref().map_or(1, Vec::len) as u64;
-            data.charge(
-                drawn.saturating_mul(std::mem::size_of::<Instance>() as u64),
-                &format!("node {i}'s {drawn} drawn instances of /meshes/{mesh_idx}/primitives/{p}"),
-            )?;
+            data.charge_with(drawn.saturating_mul(std::mem::size_of::<Instance>() as u64), || {
+                format!("node {i}'s {drawn} drawn instances of /meshes/{mesh_idx}/primitives/{p}")
+            })?;
             let local_bounds = scene.primitives[prim_id].bounds;
             match &instancing {
                 Some(list) => {
@@ -462,10 +461,9 @@ fn read_instancing(data: &DocData<'_>, node: usize, ext: &serde_json::Value) -> 
     if counts.iter().any(|&c| c != count) {
         return Err(Error::malformed(format!("node {node}: EXT_mesh_gpu_instancing attributes have different counts")));
     }
-    data.charge(
-        (count as u64).saturating_mul(std::mem::size_of::<Mat4>() as u64),
-        &format!("node {node}'s {count} EXT_mesh_gpu_instancing transforms"),
-    )?;
+    data.charge_with((count as u64).saturating_mul(std::mem::size_of::<Mat4>() as u64), || {
+        format!("node {node}'s {count} EXT_mesh_gpu_instancing transforms")
+    })?;
     Ok((0..count)
         .map(|k| {
             let tv = t.as_ref().map_or([0.0; 3], |v| [v[3 * k] as f64, v[3 * k + 1] as f64, v[3 * k + 2] as f64]);
