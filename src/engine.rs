@@ -249,6 +249,11 @@ fn assemble(asset: &Asset, opts: &Options, checks: Vec<CheckResult>, validator: 
         verdict,
         summary,
         stats: stats(asset),
+        notes: asset
+            .notes
+            .iter()
+            .map(|n| report::ReportNote { pointer: n.pointer.clone(), message: n.message.clone() })
+            .collect(),
         checks,
         screenshots: None,
     }
@@ -280,9 +285,13 @@ fn run_check(
     if !opts.selection.runs(def.id) {
         return skipped(def, severity, "not selected");
     }
+    let geometry = reads_geometry(def.id);
+    if geometry && asset.scene.primitives.is_empty() && !asset.scene.unread.is_empty() {
+        return skipped(def, severity, &unread_reason(&asset.scene.unread));
+    }
     let cx = Ctx { asset, profile: &opts.profile, spec, render };
     let output = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| (def.run)(&cx)));
-    let m = match output {
+    let mut m = match output {
         Ok(CheckOutput::Measured(m)) => m,
         Ok(CheckOutput::Skipped(reason)) => return skipped(def, severity, &reason),
         Err(panic) => {
@@ -294,6 +303,11 @@ fn run_check(
             return skipped(def, severity, &format!("internal error in the check: {what}"));
         }
     };
+    if geometry && !asset.scene.notes.is_empty() && !def.id.starts_with("RND-") {
+        // The RND checks list the scene's notes with the renderer's own.
+        let notes = asset.scene.notes.iter().take(crate::checks::MAX_LOCATIONS).map(|n| Value::String(n.to_string()));
+        m.measured.insert("notes".into(), Value::Array(notes.collect()));
+    }
     let status = match (m.outcome, severity) {
         (_, Severity::Info) => Status::Pass,
         (Outcome::Within, _) => Status::Pass,
@@ -311,6 +325,24 @@ fn run_check(
         threshold: m.threshold,
         message: m.message,
     }
+}
+
+/// Whether a check measures the flattened scene's geometry (and so is
+/// affected by what the loader could not read, or read another way).
+fn reads_geometry(id: &str) -> bool {
+    ["GEO-", "TOP-", "UV-", "RND-", "XFM-001", "XFM-002", "PERF-001", "PERF-002", "PERF-003"]
+        .iter()
+        .any(|p| id.starts_with(p))
+}
+
+/// Why a geometry check skips when no primitive could be read.
+fn unread_reason(unread: &[asset::Note]) -> String {
+    let first = &unread[0];
+    let more = match unread.len() {
+        1 => String::new(),
+        n => format!(" (and {} more)", n - 1),
+    };
+    format!("no primitive could be read: {first}{more}")
 }
 
 fn stats(asset: &Asset) -> Stats {

@@ -171,6 +171,12 @@ impl Error {
         self.help = Some(help.into());
         self
     }
+    /// Whether this is a refusal by the per-file decode budget (a
+    /// hostile-input limit, which refuses the whole file) rather than a
+    /// fault in one part of the document.
+    pub fn is_decode_budget(&self) -> bool {
+        self.detail.as_deref().and_then(|d| d.get("limit")).and_then(Value::as_str) == Some("decode_budget")
+    }
     /// The service's error envelope: `{"error": {"code", "message", "detail"}}`.
     pub fn envelope(&self) -> Value {
         let mut inner = serde_json::Map::new();

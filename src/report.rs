@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 /// The report schema version this engine writes.
-pub const SCHEMA_VERSION: &str = "1.1";
+pub const SCHEMA_VERSION: &str = "1.2";
 
 /// A JSON number from an f64: integral values as integers, others rounded to
 /// six decimals; non-finite values become `null`.
@@ -32,9 +32,9 @@ pub fn num(x: f64) -> Value {
 
 /// A validate result.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[schemars(title = "Report", description = "A meshcheck validate report (schema 1.1).")]
+#[schemars(title = "Report", description = "A meshcheck validate report (schema 1.2).")]
 pub struct Report {
-    /// Always "1.1".
+    /// Always "1.2".
     pub schema_version: String,
     /// Identifier for GET /v1/reports/{id} (`rpt_` + random); null in the CLI.
     pub report_id: Option<String>,
@@ -59,12 +59,29 @@ pub struct Report {
     pub summary: Summary,
     /// Scene counts.
     pub stats: Stats,
+    /// What meshcheck did not read as the file wrote it, and what it did
+    /// instead (lengths that are off, JSON faults, references that do not
+    /// resolve, primitives that cannot be read, skins measured in their bind
+    /// pose), each with the JSON pointer it concerns; omitted when there is
+    /// nothing to say (added in schema 1.2).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<ReportNote>,
     /// One result per catalog check, in check-ID order.
     pub checks: Vec<CheckResult>,
     /// The standard views of a full-mode run, only when asked for
     /// (`--screenshots`; `screenshots: true` on the API).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub screenshots: Option<Vec<Screenshot>>,
+}
+
+/// A note on how the input was read.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct ReportNote {
+    /// JSON pointer of what it concerns (empty for the container or the
+    /// whole document).
+    pub pointer: String,
+    /// What was done, in one sentence.
+    pub message: String,
 }
 
 /// One rendered still.
@@ -104,9 +121,9 @@ impl Screenshot {
 /// What `meshcheck render` and POST /v1/render return: stills (and a
 /// turntable) of the asset under the studio rig; no checks.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[schemars(title = "RenderReport", description = "A meshcheck render report (schema 1.1).")]
+#[schemars(title = "RenderReport", description = "A meshcheck render report (schema 1.2).")]
 pub struct RenderReport {
-    /// Always "1.1".
+    /// Always "1.2".
     pub schema_version: String,
     /// Identifier (`rnd_` + random) on the service; null in the CLI.
     pub render_id: Option<String>,

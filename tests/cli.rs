@@ -18,7 +18,7 @@ fn single_file_json_is_the_report_object() {
     let out = run(&["validate", &path("khronos-sample-models/Box.glb")]);
     assert_eq!(out.status.code(), Some(0));
     let v = json(&out);
-    assert_eq!(v["schema_version"], "1.1");
+    assert_eq!(v["schema_version"], "1.2");
     assert_eq!(v["input"]["format"], "glb");
     assert_eq!(v["report_id"], serde_json::Value::Null);
     util::assert_schema_valid(&v);

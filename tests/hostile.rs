@@ -70,6 +70,32 @@ fn accepted(name: &str, bytes: Vec<u8>) -> Report {
     r
 }
 
+/// The report for a cube whose only primitive cannot be read: the file is
+/// accepted, every check that reads geometry skips naming the primitive's
+/// JSON pointer, and the report's notes say why (`why` is a fragment of the reason).
+fn unread_cube(name: &str, bytes: Vec<u8>, why: &str) -> Report {
+    let r = accepted(name, bytes);
+    for id in ["GEO-002", "GEO-004", "PERF-001", "XFM-001", "UV-001", "TOP-003"] {
+        let c = check(&r, id);
+        assert_eq!(c.status, Status::Skipped, "{name}: {id} {:?}", c.measured);
+        let reason = c.measured["reason"].as_str().unwrap();
+        assert!(reason.contains("/meshes/0/primitives/0") && reason.contains(why), "{name}: {id}: {reason}");
+    }
+    assert!(
+        r.notes.iter().any(|n| n.pointer == "/meshes/0/primitives/0" && n.message.contains(why)),
+        "{name}: {:?}",
+        r.notes
+    );
+    // What does not need the geometry is still measured.
+    assert_ne!(check(&r, "SPEC-004").status, Status::Skipped);
+    r
+}
+
+/// Whether a note of `r` concerns `pointer` and says `fragment`.
+fn has_note(r: &Report, pointer: &str, fragment: &str) -> bool {
+    r.notes.iter().any(|n| n.pointer == pointer && n.message.contains(fragment))
+}
+
 fn measured_u64(r: &Report, id: &str, key: &str) -> u64 {
     check(r, id).measured.get(key).and_then(Value::as_u64).unwrap_or_else(|| panic!("{id} has integer {key}"))
 }
@@ -217,33 +243,51 @@ fn json_that_is_not_a_document_is_malformed() {
 // ---------------------------------------------------------------------------
 
 #[test]
-fn glb_header_longer_than_file_is_malformed() {
-    let mut glb = Doc::single(cube(1.0)).to_glb();
-    let claimed = glb.len() as u32 + 100;
-    glb[8..12].copy_from_slice(&claimed.to_le_bytes());
-    assert_eq!(refused("long.glb", glb), ErrorCode::MalformedGltf);
+fn glb_header_length_that_is_off_is_read_with_a_note() {
+    for delta in [100i64, -100] {
+        let mut glb = Doc::single(cube(1.0)).to_glb();
+        let claimed = (glb.len() as i64 + delta) as u32;
+        glb[8..12].copy_from_slice(&claimed.to_le_bytes());
+        let r = accepted("long.glb", glb);
+        assert!(has_note(&r, "", "the GLB header declares"), "{:?}", r.notes);
+        assert_eq!(measured_u64(&r, "PERF-001", "triangles"), 12);
+        assert!(check(&r, "PERF-001").measured.get("notes").is_none(), "a container note is not a geometry note");
+    }
 }
 
 #[test]
-fn glb_truncated_is_malformed() {
+fn glb_truncated_reports_what_remains_and_a_short_header_is_malformed() {
     let glb = Doc::single(cube(1.0)).to_glb();
-    assert_eq!(refused("short.glb", glb[..glb.len() - 16].to_vec()), ErrorCode::MalformedGltf);
+    // The BIN chunk lost its last 16 bytes: the primitive reads past them.
+    let r = unread_cube("short.glb", glb[..glb.len() - 16].to_vec(), "bufferView");
+    assert!(has_note(&r, "", "declares"), "{:?}", r.notes);
     assert_eq!(refused("header.glb", glb[..11].to_vec()), ErrorCode::MalformedGltf);
+    assert_eq!(refused("nothing-after-header.glb", glb[..12].to_vec()), ErrorCode::MalformedGltf);
 }
 
 #[test]
-fn glb_chunk_length_overflow_is_malformed() {
+fn glb_chunk_lengths_that_are_off_are_read_with_a_note() {
+    // The JSON chunk's length: the JSON value is read whole, and BIN after it.
     let mut glb = Doc::single(cube(1.0)).to_glb();
     glb[12..16].copy_from_slice(&u32::MAX.to_le_bytes());
-    assert_eq!(refused("json-chunk.glb", glb), ErrorCode::MalformedGltf);
+    let r = accepted("json-chunk.glb", glb);
+    assert!(has_note(&r, "", "JSON chunk declares"), "{:?}", r.notes);
+    assert_eq!(measured_u64(&r, "PERF-001", "triangles"), 12);
 
-    // The BIN chunk's length.
+    // The BIN chunk's length: it holds what remains.
     let (json, bin) = cube_parts();
     let mut glb = glb_from_parts(&json, &bin);
     let json_len = u32::from_le_bytes(glb[12..16].try_into().unwrap()) as usize;
     let bin_at = 20 + json_len;
     glb[bin_at..bin_at + 4].copy_from_slice(&u32::MAX.to_le_bytes());
-    assert_eq!(refused("bin-chunk.glb", glb), ErrorCode::MalformedGltf);
+    let r = accepted("bin-chunk.glb", glb);
+    assert!(has_note(&r, "", "GLB chunk 1"), "{:?}", r.notes);
+    assert_eq!(measured_u64(&r, "PERF-001", "triangles"), 12);
+
+    // A JSON chunk that runs past the file and holds no JSON value is malformed.
+    let mut glb = raw_glb(&[(b"JSON", b"[1, 2")]);
+    glb[12..16].copy_from_slice(&u32::MAX.to_le_bytes());
+    assert_eq!(refused("no-json.glb", glb), ErrorCode::MalformedGltf);
 }
 
 #[test]
@@ -268,19 +312,19 @@ fn glb_json_chunk_not_first_is_malformed() {
 // ---------------------------------------------------------------------------
 
 #[test]
-fn accessor_count_beyond_its_view_is_malformed() {
+fn accessor_count_beyond_its_view_skips_the_primitive() {
     let (mut json, bin) = cube_parts();
     let pos = position_accessor(&json);
     json["accessors"][pos]["count"] = json!(1u64 << 31);
-    assert_eq!(refused("count.glb", glb_from_parts(&json, &bin)), ErrorCode::MalformedGltf);
+    unread_cube("count.glb", glb_from_parts(&json, &bin), &format!("accessor {pos} needs"));
 }
 
 #[test]
-fn index_accessor_count_beyond_its_view_is_malformed() {
+fn index_accessor_count_beyond_its_view_skips_the_primitive() {
     let (mut json, bin) = cube_parts();
     let idx = json["meshes"][0]["primitives"][0]["indices"].as_u64().unwrap() as usize;
     json["accessors"][idx]["count"] = json!(u32::MAX);
-    assert_eq!(refused("indices.glb", glb_from_parts(&json, &bin)), ErrorCode::MalformedGltf);
+    unread_cube("indices.glb", glb_from_parts(&json, &bin), &format!("accessor {idx} needs"));
 }
 
 #[test]
@@ -292,32 +336,29 @@ fn accessor_without_view_is_charged_to_the_decode_budget() {
 }
 
 #[test]
-fn buffer_byte_length_beyond_its_data_is_malformed() {
-    let (mut json, bin) = cube_parts();
-    json["buffers"][0]["byteLength"] = json!(bin.len() + 100);
-    assert_eq!(refused("buffer.glb", glb_from_parts(&json, &bin)), ErrorCode::MalformedGltf);
+fn buffer_byte_length_beyond_its_data_is_read_with_a_note() {
+    for (name, claimed) in [("buffer.glb", 100u64), ("tera.glb", 1_000_000_000_000)] {
+        let (mut json, bin) = cube_parts();
+        json["buffers"][0]["byteLength"] = json!(bin.len() as u64 + claimed);
+        let r = accepted(name, glb_from_parts(&json, &bin));
+        assert!(has_note(&r, "/buffers/0", "declares"), "{name}: {:?}", r.notes);
+        // Every view lies within the bytes it holds: all is measured.
+        assert_eq!(measured_u64(&r, "PERF-001", "triangles"), 12);
+    }
 }
 
 #[test]
-fn terabyte_buffer_is_malformed() {
-    let (mut json, bin) = cube_parts();
-    json["buffers"][0]["byteLength"] = json!(1_000_000_000_000u64);
-    assert_eq!(refused("tera.glb", glb_from_parts(&json, &bin)), ErrorCode::MalformedGltf);
-}
-
-#[test]
-fn buffer_view_past_the_end_is_malformed() {
+fn buffer_view_past_the_end_skips_the_primitive() {
     let (mut json, bin) = cube_parts();
     let pos = position_accessor(&json);
     let view = json["accessors"][pos]["bufferView"].as_u64().unwrap() as usize;
     json["bufferViews"][view]["byteOffset"] = json!(bin.len() - 8);
-    assert_eq!(refused("view.glb", glb_from_parts(&json, &bin)), ErrorCode::MalformedGltf);
+    unread_cube("view.glb", glb_from_parts(&json, &bin), &format!("bufferView {view} spans"));
 
     // An offset that would overflow when added to the length.
     let (mut json, bin) = cube_parts();
     json["bufferViews"][view]["byteOffset"] = json!(u64::MAX - 4);
-    let code = refused("view-overflow.glb", glb_from_parts(&json, &bin));
-    assert_eq!(code, ErrorCode::MalformedGltf);
+    unread_cube("view-overflow.glb", glb_from_parts(&json, &bin), &format!("bufferView {view}"));
 }
 
 #[test]
@@ -386,11 +427,15 @@ fn self_parent_and_shared_children_report() {
 }
 
 #[test]
-fn node_index_out_of_range_is_malformed() {
+fn node_index_out_of_range_is_left_out_with_a_note() {
     let (mut json, bin) = cube_parts();
     json["nodes"][0]["children"] = json!([7]);
-    let code = refused("dangling.glb", glb_from_parts(&json, &bin));
-    assert_eq!(code, ErrorCode::MalformedGltf);
+    let r = accepted("dangling.glb", glb_from_parts(&json, &bin));
+    assert!(has_note(&r, "/nodes/0/children", "names node 7"), "{:?}", r.notes);
+    assert_eq!(measured_u64(&r, "PERF-001", "triangles"), 12);
+    // The checks that read the scene carry the note.
+    let notes = check(&r, "GEO-002").measured["notes"].as_array().unwrap().clone();
+    assert!(notes.iter().any(|n| n.as_str().unwrap().contains("names node 7")), "{notes:?}");
 }
 
 #[test]
@@ -745,8 +790,7 @@ fn cli_reads_standard_input() {
     assert_schema_valid(&v);
 
     // A malformed GLB on standard input gives the envelope too.
-    let mut bad = glb.clone();
-    bad[8..12].copy_from_slice(&u32::MAX.to_le_bytes());
+    let bad = glb[..11].to_vec();
     let out = run_stdin(&["validate", "-", "--format", "json"], &bad);
     assert_eq!(out.status.code(), Some(3));
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();

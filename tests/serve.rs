@@ -250,7 +250,7 @@ async fn multipart_validate_charges_stores_and_refetches() {
     let (_, other) = s.account("free");
     let r = s.post_file(&key, &box_glb(), &[("profile", "mobile"), ("overrides", r#"{"max_tris": 10}"#)]).await;
     let report = r.ok(200).clone();
-    assert_eq!(report["schema_version"], "1.1");
+    assert_eq!(report["schema_version"], "1.2");
     assert_eq!(report["profile"]["name"], "mobile");
     assert_eq!(report["input"]["filename"], "model.glb");
     let perf = report["checks"].as_array().unwrap().iter().find(|c| c["id"] == "PERF-001").unwrap();
@@ -746,7 +746,7 @@ async fn e2e_async_job_with_a_signed_webhook() {
     wait_job(&s, &key, &job_id, |st| st == "done" || st == "failed").await;
     let done: Value = http.get(run.url(&poll)).header("x-api-key", &key).send().await.unwrap().json().await.unwrap();
     assert_eq!(done["status"], "done", "{done}");
-    assert_eq!(done["result"]["schema_version"], "1.1");
+    assert_eq!(done["result"]["schema_version"], "1.2");
     assert!(done["result"]["input"]["bytes"].as_u64().unwrap() >= 28_000_000);
     // The webhook: once, signed with the account's secret.
     let (headers, body) =

@@ -316,7 +316,7 @@ fn bundle_files(rel: &str) -> Vec<(String, Vec<u8>)> {
 }
 
 #[test]
-fn a_draco_stream_that_does_not_decode_is_malformed_with_the_primitive() {
+fn a_draco_stream_that_does_not_decode_skips_the_primitive_by_its_pointer() {
     let mut files = bundle_files("other/BoxDraco.zip");
     let bin = files.iter_mut().find(|(n, _)| n.ends_with(".bin")).unwrap();
     // Keep the Draco header, scramble the connectivity and attribute data after it.
@@ -324,14 +324,16 @@ fn a_draco_stream_that_does_not_decode_is_malformed_with_the_primitive() {
         *b = b.wrapping_mul(31).wrapping_add(7);
     }
     let zipped = meshcheck::testkit::zip(&files);
-    let e = util::validate_bytes("BoxDraco-broken.zip", zipped).unwrap_err();
-    assert_eq!(e.code, meshcheck::error::ErrorCode::MalformedGltf, "{e}");
-    let d = e.detail.unwrap();
-    assert_eq!(d["pointer"], "/meshes/0/primitives/0/extensions/KHR_draco_mesh_compression");
+    let r = util::validate_bytes("BoxDraco-broken.zip", zipped).unwrap();
+    let note = r.notes.iter().find(|n| n.pointer == "/meshes/0/primitives/0").expect("a note on the primitive");
+    assert!(note.message.contains("the Draco stream does not decode"), "{}", note.message);
+    let geo = util::check(&r, "GEO-002");
+    assert_eq!(geo.status, meshcheck::report::Status::Skipped);
+    assert!(geo.measured["reason"].as_str().unwrap().contains("/meshes/0/primitives/0"));
 }
 
 #[test]
-fn a_meshopt_stream_that_does_not_decode_is_malformed() {
+fn a_meshopt_stream_that_does_not_decode_skips_the_primitive() {
     let bytes = std::fs::read(util::model("other/BoxMeshopt.glb")).unwrap();
     let glb = meshcheck::asset::glb::parse(&bytes).unwrap();
     let json: Value = serde_json::from_slice(glb.json).unwrap();
@@ -339,9 +341,11 @@ fn a_meshopt_stream_that_does_not_decode_is_malformed() {
     for b in bin.iter_mut() {
         *b = b.wrapping_mul(31).wrapping_add(7);
     }
-    let e = util::validate_bytes("broken.glb", meshcheck::testkit::glb_from_parts(&json, &bin)).unwrap_err();
-    assert_eq!(e.code, meshcheck::error::ErrorCode::MalformedGltf, "{e}");
-    assert!(e.detail.unwrap()["pointer"].as_str().unwrap().contains("EXT_meshopt_compression"));
+    let r = util::validate_bytes("broken.glb", meshcheck::testkit::glb_from_parts(&json, &bin)).unwrap();
+    let unread: Vec<_> = r.notes.iter().filter(|n| n.pointer.starts_with("/meshes/")).collect();
+    assert!(!unread.is_empty(), "{:?}", r.notes);
+    assert!(unread.iter().all(|n| n.message.contains("EXT_meshopt_compression")), "{unread:?}");
+    assert_eq!(util::check(&r, "PERF-001").status, meshcheck::report::Status::Skipped);
 }
 
 #[test]

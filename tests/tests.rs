@@ -9,6 +9,7 @@ mod faults;
 mod generated;
 mod geometry;
 mod hostile;
+mod lenient;
 mod render;
 mod serve;
 mod serve_media;

@@ -125,7 +125,7 @@ fn a_valid_answer_makes_the_envelope() {
     let f = fake(vec![chat(VIS1_OK)]);
     let check = Check::parse("VIS-001", Some("a red box"), None).unwrap();
     let a = vision::inspect(&config(&f.url, 10.0), &check, &stills()).unwrap();
-    assert_eq!(a.schema_version, "1.1");
+    assert_eq!(a.schema_version, "1.2");
     assert!(a.inspect_id.is_none());
     assert!(!a.deterministic);
     assert_eq!(a.model, "fake-vision-2026-11", "the version the provider reports");

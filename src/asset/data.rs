@@ -10,6 +10,7 @@ use crate::error::{Error, Result};
 use gltf::json::Root;
 use gltf::json::validation::Checked;
 use std::cell::{Cell, OnceCell};
+use std::collections::BTreeMap;
 
 /// One buffer's bytes, or why there are none.
 #[derive(Debug)]
@@ -76,6 +77,7 @@ pub struct DocData<'a> {
     decoded_views: Vec<OnceCell<std::result::Result<Vec<u8>, Error>>>,
     budget: Cell<u64>,
     total: u64,
+    unreadable: BTreeMap<String, String>,
 }
 
 fn accessor_ptr(i: usize) -> serde_json::Value {
@@ -93,7 +95,32 @@ impl<'a> DocData<'a> {
     /// Wraps loaded buffers with a decode budget in bytes.
     pub fn new(root: &'a Root, buffers: Vec<BufferData<'a>>, budget: u64) -> Self {
         let decoded_views = (0..root.buffer_views.len()).map(|_| OnceCell::new()).collect();
-        DocData { root, buffers, decoded_views, budget: Cell::new(budget), total: budget }
+        DocData { root, buffers, decoded_views, budget: Cell::new(budget), total: budget, unreadable: BTreeMap::new() }
+    }
+
+    /// Objects the lenient JSON reader could not read (JSON pointer to
+    /// reason; see `asset::json`): reading one is an error naming it.
+    pub fn with_unreadable(mut self, unreadable: BTreeMap<String, String>) -> Self {
+        self.unreadable = unreadable;
+        self
+    }
+
+    /// Why the object at `pointer` could not be read as JSON, if it could not.
+    pub fn unreadable_reason(&self, pointer: &str) -> Option<&str> {
+        self.unreadable.get(pointer).map(String::as_str)
+    }
+
+    /// An error when `/{collection}/{index}` could not be read as JSON.
+    pub fn readable(&self, collection: &str, index: usize) -> Result<()> {
+        if self.unreadable.is_empty() {
+            return Ok(());
+        }
+        let pointer = format!("/{collection}/{index}");
+        match self.unreadable.get(&pointer) {
+            Some(why) => Err(Error::malformed(format!("{pointer} cannot be read: {why}"))
+                .with_detail(serde_json::json!({ "pointer": pointer }))),
+            None => Ok(()),
+        }
     }
 
     /// Takes `bytes` from the decode budget, or fails with MALFORMED_GLTF.
@@ -109,7 +136,8 @@ impl<'a> DocData<'a> {
             let what = what();
             return Err(Error::malformed(format!(
                 "{what} would decode {bytes} bytes, more than this file can plausibly hold ({left} bytes left of its decode budget)"
-            )));
+            ))
+            .with_detail(serde_json::json!({ "limit": "decode_budget" })));
         }
         self.budget.set(left - bytes);
         Ok(())
@@ -127,6 +155,7 @@ impl<'a> DocData<'a> {
 
     /// A buffer's bytes.
     pub fn buffer(&self, index: usize) -> Result<&[u8]> {
+        self.readable("buffers", index)?;
         match self.buffers.get(index) {
             Some(BufferData::Loaded(b)) => Ok(b),
             Some(BufferData::Fallback) => Err(Error::malformed(format!(
@@ -146,6 +175,7 @@ impl<'a> DocData<'a> {
 
     /// A buffer view's bytes (decoding EXT_meshopt_compression views once).
     pub fn view(&self, index: usize) -> Result<&[u8]> {
+        self.readable("bufferViews", index)?;
         let view = self
             .root
             .buffer_views
@@ -269,6 +299,7 @@ impl<'a> DocData<'a> {
     /// (normalised integers are mapped to [0,1] or [-1,1], plain integers
     /// converted as KHR_mesh_quantization allows), sparse substitution applied.
     pub fn read_floats(&self, index: usize, components: usize) -> Result<Vec<f32>> {
+        self.readable("accessors", index)?;
         let acc = self
             .root
             .accessors
@@ -364,6 +395,7 @@ impl<'a> DocData<'a> {
 
     /// Reads an index accessor (unsigned byte, short or int scalars).
     pub fn read_indices(&self, index: usize) -> Result<Vec<u32>> {
+        self.readable("accessors", index)?;
         let acc = self
             .root
             .accessors

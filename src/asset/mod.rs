@@ -9,6 +9,7 @@ pub mod bundle;
 pub mod data;
 pub mod draco;
 pub mod glb;
+pub mod json;
 pub mod scene;
 pub mod texture;
 
@@ -16,6 +17,7 @@ use crate::error::{Error, Result};
 use crate::report::{InputFormat, InputInfo};
 use bundle::{Resolver, UriKind};
 use data::{BufferData, DocData};
+pub use json::Note;
 use sha2::{Digest, Sha256};
 use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
@@ -104,6 +106,10 @@ pub struct Asset {
     /// to keep them (the renderer draws them; the checks read only headers).
     /// Images that share a file or a buffer view share their bytes.
     pub image_data: Vec<KeptImage>,
+    /// What the loader did not read as written (container lengths, JSON
+    /// faults, unreadable objects and primitives) and what it did instead;
+    /// the report lists them as `notes`.
+    pub notes: Vec<Note>,
 }
 
 /// An image's encoded bytes kept for the renderer, if it could be loaded.
@@ -223,67 +229,35 @@ fn load_main(opened: &Opened, options: LoadOptions) -> Result<Asset> {
     let main_bytes = &opened.main[..];
     let resolver = opened.resolver.as_ref();
     let input_bytes = opened.info.bytes;
+    let mut notes = Vec::new();
     let (json, bin) = match sniff(main_bytes) {
         Ok(Sniffed::Glb) => {
             let g = glb::parse(main_bytes)?;
+            notes.extend(g.notes.into_iter().map(|n| Note::new("", n)));
             (g.json, g.bin)
         }
         Ok(Sniffed::Json) => (main_bytes, None),
         _ => return Err(Error::unsupported("the bundle's main file is neither a GLB nor glTF JSON")),
     };
-    let root = parse_json(json)?;
+    // A UTF-8 byte-order mark is an error the validator reports; it does not stop measuring.
+    let json = json.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(json);
+    let json::Lenient { root, notes: json_notes, unreadable } = json::read(json)?;
+    notes.extend(json_notes);
     let budget = (DECODE_BUDGET_BASE + input_bytes.saturating_mul(DECODE_BUDGET_PER_BYTE)).min(DECODE_BUDGET_MAX);
     let mut references = Vec::new();
     let fetched = fetch_external(&root, resolver);
     let mut files = Files { fetched: &fetched, counted: HashSet::new(), asset_bytes: main_bytes.len() as u64 };
-    let buffers = load_buffers(&root, bin, &mut files, &mut references)?;
-    let data = DocData::new(&root, buffers, budget);
+    let buffers = load_buffers(&root, bin, &mut files, &mut references, &mut notes);
+    let data = DocData::new(&root, buffers, budget).with_unreadable(unreadable);
     let (images, image_data) = load_images(&data, &mut files, &mut references, options.keep_images);
     let asset_bytes = files.asset_bytes;
     let scene = scene::build(&data)?;
     drop(data);
-    Ok(Asset { info: opened.info.clone(), root, scene, references, images, asset_bytes, image_data })
-}
-
-fn parse_json(json: &[u8]) -> Result<gltf::json::Root> {
-    // A UTF-8 byte-order mark is an error the validator reports; it does not stop measuring.
-    let json = json.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(json);
-    match gltf::json::Root::from_slice(json) {
-        Ok(root) => {
-            if !root.asset.version.starts_with("2.") {
-                return Err(Error::unsupported(format!(
-                    "asset.version is {}; meshcheck reads glTF 2.0",
-                    root.asset.version
-                )));
-            }
-            Ok(root)
-        }
-        Err(e) => {
-            let value = serde_json::from_slice::<serde_json::Value>(json);
-            // Say "glTF 1.0" rather than a schema error when that is what it is.
-            if let Ok(v) = &value
-                && let Some(version) = v.pointer("/asset/version").and_then(|x| x.as_str())
-                && !version.starts_with("2.")
-            {
-                return Err(Error::unsupported(format!("asset.version is {version}; meshcheck reads glTF 2.0")));
-            }
-            // `scene.nodes` is optional in glTF 2.0 but required by gltf-json 1.4.1:
-            // give such scenes an empty list and read the document again.
-            if let Ok(mut v) = value
-                && let Some(scenes) = v.get_mut("scenes").and_then(|s| s.as_array_mut())
-                && scenes.iter().any(|s| s.get("nodes").is_none())
-            {
-                for s in scenes.iter_mut().filter_map(|s| s.as_object_mut()) {
-                    s.entry("nodes").or_insert_with(|| serde_json::Value::Array(Vec::new()));
-                }
-                if let Ok(root) = serde_json::from_value::<gltf::json::Root>(v) {
-                    return Ok(root);
-                }
-            }
-            Err(Error::malformed(format!("the glTF JSON cannot be read as a document: {e}"))
-                .with_detail(serde_json::json!({"reason": e.to_string()})))
-        }
-    }
+    // An object that the JSON reader could not read and the scene then left
+    // out is said once, by the scene.
+    notes.retain(|n| !scene.unread.iter().any(|u| u.pointer == n.pointer));
+    notes.extend(scene.notes.iter().cloned());
+    Ok(Asset { info: opened.info.clone(), root, scene, references, images, asset_bytes, image_data, notes })
 }
 
 fn display_uri(uri: &str) -> String {
@@ -360,7 +334,8 @@ fn load_buffers<'a>(
     bin: Option<&'a [u8]>,
     files: &mut Files<'a>,
     refs: &mut Vec<Reference>,
-) -> Result<Vec<BufferData<'a>>> {
+    notes: &mut Vec<Note>,
+) -> Vec<BufferData<'a>> {
     let mut out = Vec::with_capacity(root.buffers.len());
     for (i, b) in root.buffers.iter().enumerate() {
         let fallback = b
@@ -390,12 +365,15 @@ fn load_buffers<'a>(
         if let BufferData::Loaded(bytes) = &data
             && (bytes.len() as u64) < declared
         {
-            return Err(Error::malformed(format!("buffer {i} declares {declared} bytes but holds {}", bytes.len()))
-                .with_detail(serde_json::json!({"pointer": format!("/buffers/{i}")})));
+            // What reads past its end fails on its own (and is named).
+            notes.push(Note::new(
+                format!("/buffers/{i}"),
+                format!("declares {declared} bytes but holds {}; the bytes it holds were read", bytes.len()),
+            ));
         }
         out.push(data);
     }
-    Ok(out)
+    out
 }
 
 fn load_images(
@@ -414,6 +392,9 @@ fn load_images(
         .enumerate()
         .map(|(index, img)| {
             let bytes: std::result::Result<Cow<'_, [u8]>, String> = match (&img.uri, img.buffer_view) {
+                _ if data.readable("images", index).is_err() => {
+                    Err(data.readable("images", index).err().map(|e| e.message).unwrap_or_default())
+                }
                 (Some(uri), _) => resolve(uri, format!("/images/{index}"), files, refs)
                     .ok_or_else(|| "the image could not be loaded".to_string()),
                 (None, Some(v)) => data.view(v.value()).map(Cow::Borrowed).map_err(|e| e.message),

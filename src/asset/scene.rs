@@ -14,7 +14,8 @@
 //! that need it report `skipped` with the reason.
 
 use super::data::DocData;
-use crate::error::{Error, Result};
+use super::json::Note;
+use crate::error::{Error, ErrorCode, Result};
 use crate::geom::mat4::{self, Aabb, Mat4};
 use crate::geom::mesh::Topology;
 use crate::geom::topology;
@@ -64,6 +65,9 @@ pub struct Primitive {
     pub material: Option<usize>,
     /// Whether the geometry came through Draco.
     pub draco: bool,
+    /// Whether WEIGHTS_0 is present and every vertex's weights are zero
+    /// (skinning would collapse it).
+    pub zero_weights: bool,
     /// Bounds in local space.
     pub bounds: Aabb,
 }
@@ -122,8 +126,13 @@ pub struct Scene {
     pub draw_calls: u64,
     /// World-space bounds of everything drawn.
     pub bounds: Aabb,
-    /// Loader observations worth a user's attention (cycles, invalid indices).
-    pub notes: Vec<String>,
+    /// Loader observations worth a user's attention (cycles, invalid
+    /// indices, references that do not resolve, skins drawn in their bind
+    /// pose, primitives that could not be read), each naming its JSON pointer.
+    pub notes: Vec<Note>,
+    /// Primitives (and other geometry) that could not be read and are left
+    /// out of every measurement, with the reason; also listed in `notes`.
+    pub unread: Vec<Note>,
     /// Bytes the welded world mesh may take (the document's decode budget;
     /// see [`Scene::world_mesh`]).
     pub geometry_budget: u64,
@@ -294,13 +303,25 @@ fn all_world_matrices(root: &gltf::json::Root) -> Vec<Option<Mat4>> {
     world
 }
 
+/// Coordinates beyond this many metres from the origin, reached only
+/// through a skin's joint matrices, mean the skin is unusable: its
+/// primitives are measured in their bind pose instead.
+pub const ABSURD_SKIN_M: f64 = 1.0e6;
+
 /// Flattens the default scene, decoding each drawn primitive once.
+///
+/// Faults in one part of the document leave that part out, with a note
+/// naming its JSON pointer: a default scene or node that does not exist, a
+/// node's mesh that does not exist, a primitive whose data cannot be read,
+/// instancing that cannot be read (drawn once), a skin that yields no usable
+/// pose (drawn in its bind pose). Refusing the whole file is kept for the
+/// decode budget (a hostile-input limit), and for BUNDLE_INCOMPLETE when no
+/// primitive could be read because the bundle lacks its files.
 pub fn build(data: &DocData<'_>) -> Result<Scene> {
     let root = data.root;
     let mut scene = Scene { bounds: Aabb::empty(), geometry_budget: data.budget_total(), ..Scene::default() };
     let n = root.nodes.len();
-    let roots: Vec<usize> = if root.scenes.is_empty() {
-        // No scenes: draw every parentless node, as most viewers do.
+    let root_nodes = || -> Vec<usize> {
         let mut has_parent = vec![false; n];
         for node in &root.nodes {
             for c in child_indices(node) {
@@ -309,26 +330,42 @@ pub fn build(data: &DocData<'_>) -> Result<Scene> {
                 }
             }
         }
-        if n > 0 {
-            scene.notes.push("the document has no scenes; every root node was measured".into());
-        }
         (0..n).filter(|&i| !has_parent[i]).collect()
+    };
+    let roots: Vec<usize> = if root.scenes.is_empty() {
+        // No scenes: draw every parentless node, as most viewers do.
+        if n > 0 {
+            scene.notes.push(Note::new("", "the document has no scenes; every root node was measured"));
+        }
+        root_nodes()
     } else {
-        let idx = root.scene.map(|s| s.value()).unwrap_or(0);
-        let s =
-            root.scenes.get(idx).ok_or_else(|| Error::malformed(format!("the default scene {idx} does not exist")))?;
+        let named = root.scene.map(|s| s.value());
+        let idx = match named {
+            Some(i) if i >= root.scenes.len() => {
+                scene.notes.push(Note::new("/scene", format!("scene {i} does not exist; scene 0 was measured")));
+                0
+            }
+            Some(i) => i,
+            None => 0,
+        };
         scene.scene_index = Some(idx);
-        s.nodes.iter().map(|n| n.value()).collect()
+        root.scenes[idx].nodes.iter().map(|n| n.value()).collect()
     };
 
     let mut visited = vec![false; n];
-    let mut decoded: HashMap<(usize, usize), usize> = HashMap::new();
+    let mut decoded: HashMap<(usize, usize), Option<usize>> = HashMap::new();
     let mut all_worlds: Option<Vec<Option<Mat4>>> = None;
     let mut stack: Vec<(usize, Option<usize>, Mat4)> = roots.iter().rev().map(|&r| (r, None, mat4::IDENTITY)).collect();
     let mut revisits = 0usize;
+    let mut missing_file: Option<Error> = None;
     while let Some((i, parent, parent_world)) = stack.pop() {
         let Some(node) = root.nodes.get(i) else {
-            return Err(Error::malformed(format!("node {i} is referenced but does not exist")));
+            let from = match parent {
+                Some(p) => format!("/nodes/{p}/children"),
+                None => scene.scene_index.map(|s| format!("/scenes/{s}/nodes")).unwrap_or_default(),
+            };
+            scene.notes.push(Note::new(from, format!("names node {i}, which does not exist; left out")));
+            continue;
         };
         if visited[i] {
             revisits += 1;
@@ -342,34 +379,80 @@ pub fn build(data: &DocData<'_>) -> Result<Scene> {
             stack.push((c, Some(i), world));
         }
         let Some(mesh_idx) = node.mesh.map(|m| m.value()) else { continue };
-        let mesh = root
-            .meshes
-            .get(mesh_idx)
-            .ok_or_else(|| Error::malformed(format!("node {i} names mesh {mesh_idx}, which does not exist")))?;
-        // Skinned meshes ignore their node's transform; in the default pose
-        // the first joint's world matrix times its inverse bind matrix places them.
-        let draw_world = match node.skin.map(|s| s.value()) {
-            Some(s) => {
-                let worlds = all_worlds.get_or_insert_with(|| all_world_matrices(root));
-                skin_bind_world(data, s, worlds)?.unwrap_or(world)
-            }
-            None => world,
+        let Some(mesh) = root.meshes.get(mesh_idx) else {
+            scene.notes.push(Note::new(
+                format!("/nodes/{i}/mesh"),
+                format!("names mesh {mesh_idx}, which does not exist; the node was measured without it"),
+            ));
+            continue;
         };
-        let instancing = node
+        if let Some(why) = data.unreadable_reason(&format!("/meshes/{mesh_idx}")) {
+            unread(&mut scene, format!("/meshes/{mesh_idx}"), &Error::malformed(why));
+            continue;
+        }
+        let skin = node.skin.map(|s| s.value());
+        let instancing = match node
             .extensions
             .as_ref()
             .and_then(|e| e.others.get("EXT_mesh_gpu_instancing"))
             .map(|ext| read_instancing(data, i, ext))
-            .transpose()?;
+            .transpose()
+        {
+            Ok(list) => list,
+            Err(e) if e.is_decode_budget() => return Err(e),
+            Err(e) => {
+                scene.notes.push(Note::new(
+                    format!("/nodes/{i}/extensions/EXT_mesh_gpu_instancing"),
+                    format!("cannot be read ({}); the mesh was measured once, without instancing", e.message),
+                ));
+                None
+            }
+        };
         for p in 0..mesh.primitives.len() {
             let prim_id = match decoded.get(&(mesh_idx, p)) {
                 Some(&id) => id,
                 None => {
-                    let prim = decode_primitive(data, mesh_idx, p)?;
-                    scene.primitives.push(prim);
-                    decoded.insert((mesh_idx, p), scene.primitives.len() - 1);
-                    scene.primitives.len() - 1
+                    let id = match decode_primitive(data, mesh_idx, p) {
+                        Ok(prim) => {
+                            scene.primitives.push(prim);
+                            Some(scene.primitives.len() - 1)
+                        }
+                        Err(e) if e.is_decode_budget() => return Err(e),
+                        Err(e) => {
+                            if e.code == ErrorCode::BundleIncomplete && missing_file.is_none() {
+                                missing_file = Some(e.clone());
+                            }
+                            unread(&mut scene, format!("/meshes/{mesh_idx}/primitives/{p}"), &e);
+                            None
+                        }
+                    };
+                    decoded.insert((mesh_idx, p), id);
+                    id
                 }
+            };
+            let Some(prim_id) = prim_id else { continue };
+            // Skinned meshes ignore their node's transform; in the default pose
+            // the first joint's world matrix times its inverse bind matrix places them.
+            let draw_world = match skin {
+                Some(s) => {
+                    let worlds = all_worlds.get_or_insert_with(|| all_world_matrices(root));
+                    match skin_pose(data, s, worlds, &scene.primitives[prim_id]) {
+                        Ok(Some(m)) => m,
+                        Ok(None) => world,
+                        Err(e) if e.is_decode_budget() => return Err(e),
+                        Err(e) => {
+                            scene.notes.push(Note::new(
+                                format!("/nodes/{i}/skin"),
+                                format!(
+                                    "{}; /meshes/{mesh_idx}/primitives/{p} was measured in its bind pose",
+                                    e.message
+                                ),
+                            ));
+                            world
+                        }
+                    }
+                }
+                None => world,
             };
             scene.draw_calls += 1;
             let drawn = instancing.as_ref().map_or(1, Vec::len) as u64;
@@ -404,18 +487,67 @@ pub fn build(data: &DocData<'_>) -> Result<Scene> {
             }
         }
     }
+    if let Some(e) = missing_file
+        && scene.primitives.is_empty()
+    {
+        // Nothing could be measured because the bundle lacks its files.
+        return Err(e);
+    }
     if revisits > 0 {
-        scene.notes.push(format!(
-            "{revisits} node references were reached twice (a cycle or a shared child) and were measured once"
+        scene.notes.push(Note::new(
+            "",
+            format!("{revisits} node references were reached twice (a cycle or a shared child) and were measured once"),
         ));
     }
     let invalid: u64 = scene.primitives.iter().map(|p| p.invalid_triangles).sum();
     if invalid > 0 {
-        scene.notes.push(format!(
-            "{invalid} triangles name vertices that do not exist and were left out of geometry measurements"
+        scene.notes.push(Note::new(
+            "",
+            format!("{invalid} triangles name vertices that do not exist and were left out of geometry measurements"),
         ));
     }
     Ok(scene)
+}
+
+/// Records geometry at `pointer` that could not be read.
+fn unread(scene: &mut Scene, pointer: String, e: &Error) {
+    let note = Note::new(pointer, format!("cannot be read ({}); left out of every measurement", e.message));
+    scene.notes.push(note.clone());
+    scene.unread.push(note);
+}
+
+/// The matrix that places a skinned primitive in its default pose: the
+/// first joint's world matrix times its inverse bind matrix. `Ok(None)`
+/// when the skin has no usable joint (the node's own transform is used);
+/// an error saying why when the pose is unusable: a matrix that is not
+/// finite or is singular, every vertex weighted zero, or a pose that moves
+/// the primitive beyond [`ABSURD_SKIN_M`] metres.
+fn skin_pose(data: &DocData<'_>, skin: usize, worlds: &[Option<Mat4>], prim: &Primitive) -> Result<Option<Mat4>> {
+    let bad =
+        |why: String| Error::malformed(why).with_detail(serde_json::json!({ "pointer": format!("/skins/{skin}") }));
+    let Some(m) = skin_bind_world(data, skin, worlds)? else { return Ok(None) };
+    if m.iter().any(|v| !v.is_finite()) {
+        return Err(bad(format!("skin {skin}'s joint matrix is not finite")));
+    }
+    let det = mat4::det3(&m);
+    if !det.is_finite() || det.abs() < 1e-12 {
+        return Err(bad(format!("skin {skin}'s joint matrix is singular (determinant {det:e})")));
+    }
+    if prim.zero_weights {
+        return Err(bad(format!(
+            "every vertex of /meshes/{}/primitives/{} has zero skin weights",
+            prim.mesh, prim.index
+        )));
+    }
+    let local = prim.bounds;
+    let moved = local.transformed(&m);
+    let far = |b: &Aabb| b.min.iter().chain(&b.max).any(|c| !c.is_finite() || c.abs() > ABSURD_SKIN_M);
+    if !local.is_empty() && !far(&local) && far(&moved) {
+        return Err(bad(format!(
+            "skin {skin}'s joint matrices move the primitive beyond {ABSURD_SKIN_M:e} m from the origin"
+        )));
+    }
+    Ok(Some(m))
 }
 
 fn skin_bind_world(data: &DocData<'_>, skin: usize, worlds: &[Option<Mat4>]) -> Result<Option<Mat4>> {
@@ -538,12 +670,34 @@ fn read_draw_attributes(data: &DocData<'_>, json: &gltf::json::mesh::Primitive, 
         .filter(|v: &Vec<[f32; 4]>| v.len() == n);
 }
 
+/// Whether the primitive's WEIGHTS_0 is readable and zero for every vertex.
+fn zero_weights(data: &DocData<'_>, json: &gltf::json::mesh::Primitive, vertices: usize) -> bool {
+    let Some(acc) = json.attributes.get(&Checked::Valid(gltf::json::mesh::Semantic::Weights(0))) else {
+        return false;
+    };
+    if json.attributes.contains_key(&Checked::Valid(gltf::json::mesh::Semantic::Weights(1))) {
+        return false;
+    }
+    match data.read_floats(acc.value(), 4) {
+        Ok(w) => vertices > 0 && w.len() == vertices * 4 && w.iter().all(|&x| x == 0.0),
+        Err(_) => false,
+    }
+}
+
 fn decode_primitive(data: &DocData<'_>, mesh: usize, index: usize) -> Result<Primitive> {
+    if let Some(why) = data.unreadable_reason(&format!("/meshes/{mesh}/primitives/{index}")) {
+        return Err(Error::malformed(why));
+    }
     let json = &data.root.meshes[mesh].primitives[index];
     let mode = match json.mode {
         Checked::Valid(m) => m.as_gl_enum(),
         Checked::Invalid => return Err(Error::malformed(format!("mesh {mesh} primitive {index} has an invalid mode"))),
     };
+    if !json.attributes.contains_key(&Checked::Valid(gltf::json::mesh::Semantic::Positions))
+        && json.extensions.as_ref().and_then(|e| e.others.get("KHR_draco_mesh_compression")).is_none()
+    {
+        return Err(Error::malformed(format!("mesh {mesh} primitive {index} has no POSITION attribute")));
+    }
     let mut prim = Primitive {
         mesh,
         index,
@@ -579,6 +733,7 @@ fn decode_primitive(data: &DocData<'_>, mesh: usize, index: usize) -> Result<Pri
         prim.invalid_triangles = dropped as u64;
         prim.triangles = tris;
     }
+    prim.zero_weights = zero_weights(data, json, prim.positions.len());
     while prim.uvs.last().is_some_and(Option::is_none) {
         prim.uvs.pop();
     }

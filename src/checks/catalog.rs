@@ -289,7 +289,7 @@ pub static CATALOG: &[CheckDef] = &[
         category: "spec",
         severity: Severity::Error,
         params: &[],
-        what: "Runs the Khronos glTF-Validator (npm gltf-validator, pinned) on the file with its external resources and copies its errors and warnings verbatim; infos and hints are counted, not listed. It runs beside meshcheck's own checks. The validator does not decode Draco, meshopt or KTX2/Basis data: those extensions are listed in not_covered, and meshcheck's loader is what checks that such data decodes (a stream that does not is MALFORMED_GLTF).",
+        what: "Runs the Khronos glTF-Validator (npm gltf-validator, pinned) on the file with its external resources and copies its errors and warnings verbatim; infos and hints are counted, not listed. It runs beside meshcheck's own checks. The validator does not decode Draco, meshopt or KTX2/Basis data: those extensions are listed in not_covered, and meshcheck's loader is what checks that such data decodes (a primitive whose stream does not decode is left out of the measurements and named in the report's notes).",
         why: "A file the reference validator rejects may load in one viewer and break in the next; conformance is the floor every pipeline check stands on.",
         fix: "Read the messages' codes and pointers (ISSUES.md of the glTF-Validator explains each code); most are fixed by re-exporting with a current exporter or running the file through glTF-Transform.",
         measured: &[

@@ -221,7 +221,7 @@ impl Renderer {
             triangles: scene.triangles,
             draw_calls: scene.draw_calls,
             render_ms: started.elapsed().as_secs_f64() * 1000.0,
-            notes: scene.notes.clone(),
+            notes: scene.notes.iter().map(ToString::to_string).collect(),
         })
     }
 

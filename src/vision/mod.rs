@@ -339,9 +339,9 @@ pub struct Still {
 
 /// The inspect answer envelope (spec: "Inspect answer envelope").
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
-#[schemars(title = "InspectAnswer", description = "A vision model's answer about the renders (schema 1.1).")]
+#[schemars(title = "InspectAnswer", description = "A vision model's answer about the renders (schema 1.2).")]
 pub struct InspectAnswer {
-    /// Always "1.1".
+    /// Always "1.2".
     pub schema_version: String,
     /// Identifier on the service (`ins_` + random); null in the CLI.
     pub inspect_id: Option<String>,
