@@ -276,6 +276,28 @@ async fn multipart_validate_charges_stores_and_refetches() {
 }
 
 #[tokio::test]
+async fn a_document_with_errors_gets_its_report_and_is_charged_as_one() {
+    let s = srv();
+    let (_, key) = s.account("free");
+    // A node naming a mesh that does not exist, and a default scene that does not exist.
+    let (mut json, bin) = meshcheck::testkit::Doc::single(meshcheck::testkit::cube(1.0))
+        .to_json(meshcheck::testkit::Layout::Glb);
+    json["nodes"].as_array_mut().unwrap().push(json!({"mesh": 9}));
+    json["scenes"][0]["nodes"].as_array_mut().unwrap().push(json!(1));
+    json["scene"] = json!(3);
+    let glb = meshcheck::testkit::glb_from_parts(&json, &bin);
+    let r = s.post_file(&key, &glb, &[]).await;
+    let report = r.ok(200).clone();
+    assert_eq!(report["stats"]["triangles"], 12);
+    let notes: Vec<&str> = report["notes"].as_array().unwrap().iter().map(|n| n["pointer"].as_str().unwrap()).collect();
+    assert_eq!(notes, ["/scene", "/nodes/1/mesh"]);
+    let spec = report["checks"].as_array().unwrap().iter().find(|c| c["id"] == "SPEC-001").unwrap();
+    assert_eq!(spec["status"], "fail", "the validator's findings are in SPEC-001");
+    assert_eq!(s.balance(&key).await, 299);
+    s.assert_no_blobs();
+}
+
+#[tokio::test]
 async fn bad_requests_are_refused_before_any_charge() {
     let s = srv();
     let (_, key) = s.account("scale");
