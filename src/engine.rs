@@ -249,11 +249,7 @@ fn assemble(asset: &Asset, opts: &Options, checks: Vec<CheckResult>, validator: 
         verdict,
         summary,
         stats: stats(asset),
-        notes: asset
-            .notes
-            .iter()
-            .map(|n| report::ReportNote { pointer: n.pointer.clone(), message: n.message.clone() })
-            .collect(),
+        notes: report_notes(&asset.notes),
         checks,
         screenshots: None,
     }
@@ -325,6 +321,20 @@ fn run_check(
         threshold: m.threshold,
         message: m.message,
     }
+}
+
+/// Most notes a report lists; the last one says how many more there were.
+pub const MAX_NOTES: usize = 1000;
+
+fn report_notes(notes: &[asset::Note]) -> Vec<report::ReportNote> {
+    let note = |n: &asset::Note| report::ReportNote { pointer: n.pointer.clone(), message: n.message.clone() };
+    if notes.len() <= MAX_NOTES {
+        return notes.iter().map(note).collect();
+    }
+    let mut out: Vec<_> = notes[..MAX_NOTES - 1].iter().map(note).collect();
+    let more = notes.len() - (MAX_NOTES - 1);
+    out.push(report::ReportNote { pointer: String::new(), message: format!("{more} more notes are not listed") });
+    out
 }
 
 /// Whether a check measures the flattened scene's geometry (and so is

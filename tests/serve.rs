@@ -280,8 +280,8 @@ async fn a_document_with_errors_gets_its_report_and_is_charged_as_one() {
     let s = srv();
     let (_, key) = s.account("free");
     // A node naming a mesh that does not exist, and a default scene that does not exist.
-    let (mut json, bin) = meshcheck::testkit::Doc::single(meshcheck::testkit::cube(1.0))
-        .to_json(meshcheck::testkit::Layout::Glb);
+    let (mut json, bin) =
+        meshcheck::testkit::Doc::single(meshcheck::testkit::cube(1.0)).to_json(meshcheck::testkit::Layout::Glb);
     json["nodes"].as_array_mut().unwrap().push(json!({"mesh": 9}));
     json["scenes"][0]["nodes"].as_array_mut().unwrap().push(json!(1));
     json["scene"] = json!(3);

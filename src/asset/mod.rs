@@ -255,7 +255,8 @@ fn load_main(opened: &Opened, options: LoadOptions) -> Result<Asset> {
     drop(data);
     // An object that the JSON reader could not read and the scene then left
     // out is said once, by the scene.
-    notes.retain(|n| !scene.unread.iter().any(|u| u.pointer == n.pointer));
+    let unread: HashSet<&str> = scene.unread.iter().map(|u| u.pointer.as_str()).collect();
+    notes.retain(|n| !unread.contains(n.pointer.as_str()));
     notes.extend(scene.notes.iter().cloned());
     Ok(Asset { info: opened.info.clone(), root, scene, references, images, asset_bytes, image_data, notes })
 }
