@@ -80,7 +80,14 @@ pub fn read(json: &[u8]) -> Result<Lenient> {
             Ok(Lenient { root, notes: Vec::new(), unreadable: BTreeMap::new() })
         }
         Err(first) => {
-            let value: Value = serde_json::from_slice(json).map_err(|e| not_json(&e))?;
+            let value: Value = match serde_json::from_slice(json) {
+                Ok(v) => v,
+                // JSON's grammar allows 1e400; a double cannot hold it.
+                Err(e) if e.to_string().starts_with("number out of range") => {
+                    serde_json::from_slice(&quote_huge_numbers(json)).map_err(|e| not_json(&e))?
+                }
+                Err(e) => return Err(not_json(&e)),
+            };
             mend(value, &first)
         }
     }
@@ -335,6 +342,55 @@ fn mend_one(
 /// Lists whose entries are indices of other objects.
 const INDEX_LISTS: &[&str] = &["children", "nodes", "joints"];
 
+/// Rewrites every number whose magnitude a double cannot hold (`1e309`) as
+/// a string saying so, which the model then refuses and the mender ignores
+/// with a note. Strings are copied as they are.
+fn quote_huge_numbers(json: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(json.len() + 64);
+    let mut i = 0;
+    let mut in_string = false;
+    while i < json.len() {
+        let b = json[i];
+        if in_string {
+            out.push(b);
+            match b {
+                b'\\' if i + 1 < json.len() => {
+                    out.push(json[i + 1]);
+                    i += 1;
+                }
+                b'"' => in_string = false,
+                _ => {}
+            }
+            i += 1;
+            continue;
+        }
+        if b == b'"' {
+            in_string = true;
+        }
+        if b == b'-' || b.is_ascii_digit() {
+            let end = json[i..]
+                .iter()
+                .position(|c| !(c.is_ascii_digit() || matches!(c, b'-' | b'+' | b'.' | b'e' | b'E')))
+                .map_or(json.len(), |n| i + n);
+            let token = &json[i..end];
+            let huge =
+                std::str::from_utf8(token).ok().and_then(|t| t.parse::<f64>().ok()).is_some_and(f64::is_infinite);
+            if huge {
+                out.extend_from_slice(b"\"number out of range: ");
+                out.extend_from_slice(token);
+                out.push(b'"');
+            } else {
+                out.extend_from_slice(token);
+            }
+            i = end;
+            continue;
+        }
+        out.push(b);
+        i += 1;
+    }
+    out
+}
+
 /// Rewrites every number written as an integral float (`1.0`, `2e3`) as an
 /// integer of the same value: glTF's JSON schema types are about values, and
 /// the model's integer fields refuse the float spelling.
@@ -364,5 +420,48 @@ fn drop_nodeless_channels(value: &mut Value) {
         if let Some(ch) = a.get_mut("channels").and_then(Value::as_array_mut) {
             ch.retain(|c| c.get("target").is_none_or(|t| t.get("node").is_some()));
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn huge_numbers_are_quoted_outside_strings_only() {
+        let json = br#"{"a": [1e309, -1E+400, 2.5e3, 0], "b": "x\"1e400\" y", "c": 7}"#;
+        let out = String::from_utf8(quote_huge_numbers(json)).unwrap();
+        assert_eq!(
+            out,
+            r#"{"a": ["number out of range: 1e309", "number out of range: -1E+400", 2.5e3, 0], "b": "x\"1e400\" y", "c": 7}"#
+        );
+        let v: Value = serde_json::from_str(&out).unwrap();
+        assert_eq!(v["c"], 7);
+    }
+
+    #[test]
+    fn a_valid_document_takes_the_fast_path_untouched() {
+        let r = read(br#"{"asset": {"version": "2.0"}, "nodes": [{"mesh": 0}]}"#).unwrap();
+        assert!(r.notes.is_empty() && r.unreadable.is_empty());
+    }
+
+    #[test]
+    fn faults_are_mended_with_pointers() {
+        let r = read(
+            br#"{"asset": {"version": "2.0"}, "nodes": [{"translation": [1e309, 0, 0]}, {"children": ["a", 0, -1]}],
+                "accessors": [{"count": 3.0, "componentType": 5126.0, "type": "VEC3"}, {"type": "VEC3"}]}"#,
+        )
+        .unwrap();
+        let notes: Vec<String> = r.notes.iter().map(ToString::to_string).collect();
+        assert_eq!(r.root.accessors[0].count.0, 3, "{notes:?}");
+        assert!(r.root.nodes[0].translation.is_none());
+        assert_eq!(r.root.nodes[1].children.as_ref().unwrap().len(), 1);
+        assert!(r.unreadable.contains_key("/accessors/1"), "{notes:?}");
+        assert!(notes.iter().any(|n| n.starts_with("/nodes/0/translation: ignored")), "{notes:?}");
+        assert!(notes.iter().any(|n| n.starts_with("/nodes/1/children: 2 entries")), "{notes:?}");
+        assert!(
+            notes.iter().any(|n| n.starts_with("/accessors/1: cannot be read (missing field `count`)")),
+            "{notes:?}"
+        );
     }
 }
