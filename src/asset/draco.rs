@@ -1,9 +1,21 @@
 //! KHR_draco_mesh_compression: decodes a primitive's Draco stream with the
 //! pure-Rust `draco-core` decoder, under the file's decode budget.
+//!
+//! Every encoding Draco writes decodes (draco-core is built with all its
+//! decoding features): sequential and edgebreaker connectivity (standard and
+//! valence traversals), point clouds (sequential and kd-tree) and the legacy
+//! bitstreams 1.1 to 2.1. `tests/crosscheck_draco.py` checks them against
+//! Google's encoder and Draco's own legacy test files.
+//!
+//! The primitive's mode assembles the decoded geometry as it does plain
+//! accessors: a mesh stream's faces are its index list, a point-cloud stream
+//! has none (glTF's non-indexed drawing). So a POINTS primitive draws no
+//! triangles whatever its stream holds.
 
 use super::data::DocData;
 use super::scene::{MAX_UV_SETS, Primitive};
 use crate::error::{Error, Result};
+use crate::geom::topology;
 use draco_core::{DecodeLimits, DecoderBuffer, Mesh, MeshDecoder};
 
 /// Decodes the Draco stream named by `ext` into `prim`.
@@ -38,7 +50,16 @@ pub fn decode(
         .map_err(|e| bad(format!("the Draco stream does not decode: {e}")))?;
     let points = out.num_points();
     let faces = out.num_faces();
-    data.charge((points as u64) * 12 + (faces as u64) * 12, "the Draco stream")?;
+    // Byte 7 of the header (decoded above, so present) is the geometry type:
+    // 0 a point cloud, 1 a triangle mesh. A point cloud has no index list.
+    let point_cloud = bytes.get(7) == Some(&0);
+    let drawn = if point_cloud { points } else { faces.saturating_mul(3) };
+    let triangle_count = topology::triangle_count(prim.mode, drawn) as u64;
+    // TRIANGLES over a mesh stream keeps the faces as they are; any other
+    // assembly builds its triangles beside them.
+    let faces_are_triangles = prim.mode == 4 && !point_cloud;
+    let assembled = if faces_are_triangles { 0 } else { triangle_count * 12 };
+    data.charge((points as u64) * 12 + (faces as u64) * 12 + assembled, "the Draco stream")?;
     let read = |name: &str, comps: usize| -> Result<Option<Vec<f32>>> {
         let Some(id) = attrs.get(name).and_then(|v| v.as_u64()) else { return Ok(None) };
         let att = out
@@ -71,10 +92,25 @@ pub fn decode(
         }
     }
     let vc = prim.positions.len() as u64;
-    prim.triangle_count = faces as u64;
-    prim.triangles =
-        out.faces().iter().map(|f| [f[0].0, f[1].0, f[2].0]).filter(|t| t.iter().all(|&v| (v as u64) < vc)).collect();
-    prim.invalid_triangles = faces as u64 - prim.triangles.len() as u64;
+    prim.triangle_count = triangle_count;
+    if faces_are_triangles {
+        prim.triangles = out
+            .faces()
+            .iter()
+            .map(|f| [f[0].0, f[1].0, f[2].0])
+            .filter(|t| t.iter().all(|&v| (v as u64) < vc))
+            .collect();
+        prim.invalid_triangles = triangle_count - prim.triangles.len() as u64;
+    } else {
+        // Any other mode draws the decoded index list (a point cloud: the
+        // points in order) as the plain path draws an accessor's: POINTS and
+        // LINES no triangles, strips and fans assembled.
+        let indices: Option<Vec<u32>> = (!point_cloud && triangle_count > 0)
+            .then(|| out.faces().iter().flat_map(|f| [f[0].0, f[1].0, f[2].0]).collect());
+        let (tris, dropped) = topology::assemble(prim.mode, indices.as_deref(), drawn, prim.positions.len());
+        prim.triangles = tris;
+        prim.invalid_triangles = dropped as u64;
+    }
     prim.draco = true;
     Ok(())
 }
