@@ -65,7 +65,7 @@ pub fn decode(
         let att = out
             .attribute_by_unique_id(id as u32)
             .ok_or_else(|| bad(format!("the Draco stream has no attribute {id} for {name}")))?;
-        Ok(Some(att.read_f32s(points, comps)))
+        Ok(Some(floats(att, points, comps)))
     };
     if let Some(p) = read("POSITION", 3)? {
         prim.positions = p.chunks_exact(3).map(|c| [c[0], c[1], c[2]]).collect();
@@ -80,13 +80,12 @@ pub fn decode(
     let optional = |name: &str, comps: usize| read(name, comps).ok().flatten().filter(|v| v.len() == points * comps);
     prim.normals = optional("NORMAL", 3).map(|v| v.chunks_exact(3).map(|c| [c[0], c[1], c[2]]).collect());
     prim.tangents = optional("TANGENT", 4).map(|v| v.chunks_exact(4).map(|c| [c[0], c[1], c[2], c[3]]).collect());
-    // COLOR_0 only when stored as floats (integer colours would need the
-    // accessor's normalisation, which the Draco stream does not carry).
+    // COLOR_0 when stored as floats or as normalised integers.
     let color = attrs.get("COLOR_0").and_then(|v| v.as_u64()).and_then(|id| out.attribute_by_unique_id(id as u32));
-    if let Some(att) = color.filter(|a| a.data_type() == draco_core::DataType::Float32) {
+    if let Some(att) = color.filter(|a| a.data_type() == draco_core::DataType::Float32 || a.normalized()) {
         let comps = att.num_components() as usize;
         if comps == 3 || comps == 4 {
-            let v = att.read_f32s(points, comps);
+            let v = floats(att, points, comps);
             prim.colors =
                 Some(v.chunks_exact(comps).map(|c| [c[0], c[1], c[2], if comps == 4 { c[3] } else { 1.0 }]).collect());
         }
@@ -113,4 +112,30 @@ pub fn decode(
     }
     prim.draco = true;
     Ok(())
+}
+
+/// An attribute's values as floats; integers that the stream marks as
+/// normalised are mapped to [0, 1] (unsigned) or [-1, 1] (signed), as glTF
+/// reads normalised accessors.
+fn floats(att: &draco_core::PointAttribute, points: usize, comps: usize) -> Vec<f32> {
+    use draco_core::DataType;
+    let mut v = att.read_f32s(points, comps);
+    if att.normalized() {
+        let (max, signed) = match att.data_type() {
+            DataType::Uint8 => (255.0, false),
+            DataType::Int8 => (127.0, true),
+            DataType::Uint16 => (65_535.0, false),
+            DataType::Int16 => (32_767.0, true),
+            DataType::Uint32 => (u32::MAX as f32, false),
+            DataType::Int32 => (i32::MAX as f32, true),
+            _ => return v,
+        };
+        for x in &mut v {
+            *x /= max;
+            if signed {
+                *x = x.max(-1.0);
+            }
+        }
+    }
+    v
 }
