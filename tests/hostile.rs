@@ -291,10 +291,12 @@ fn glb_chunk_lengths_that_are_off_are_read_with_a_note() {
 }
 
 #[test]
-fn glb_version_1_is_malformed() {
+fn glb_version_1_is_unsupported_and_other_versions_malformed() {
     let mut glb = Doc::single(cube(1.0)).to_glb();
     glb[4..8].copy_from_slice(&1u32.to_le_bytes());
-    assert_eq!(refused("v1.glb", glb), ErrorCode::MalformedGltf);
+    assert_eq!(refused("v1.glb", glb.clone()), ErrorCode::UnsupportedFormat, "glTF 1.0, as in JSON");
+    glb[4..8].copy_from_slice(&0u32.to_le_bytes());
+    assert_eq!(refused("v0.glb", glb), ErrorCode::MalformedGltf);
 }
 
 #[test]

@@ -229,6 +229,8 @@ fn what_is_not_a_gltf_document_is_still_refused() {
         ("no-asset.gltf", b"{\"nodes\": [{\"mesh\": 0}], \"meshes\": 5}", ErrorCode::MalformedGltf),
         ("asset-not-object.gltf", b"{\"asset\": \"2.0\", \"nodes\": 5}", ErrorCode::MalformedGltf),
         ("gltf1.gltf", b"{\"asset\": {\"version\": \"1.0\"}, \"meshes\": {}}", ErrorCode::UnsupportedFormat),
+        ("gltf1-number.gltf", b"{\"asset\": {\"version\": 1}, \"meshes\": {}}", ErrorCode::UnsupportedFormat),
+        ("empty-version.gltf", b"{\"asset\": {\"version\": \"\"}, \"meshes\": {}}", ErrorCode::UnsupportedFormat),
     ];
     for (name, bytes, code) in cases {
         let e = validate_bytes(name, bytes.to_vec()).map(|r| r.verdict).unwrap_err();

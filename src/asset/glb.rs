@@ -57,6 +57,10 @@ pub fn parse(bytes: &[u8]) -> Result<Glb<'_>> {
         return Err(header("the GLB header is shorter than 12 bytes or lacks the glTF magic".into()));
     }
     let version = u32_at(bytes, 4).unwrap_or(0);
+    if version == 1 {
+        return Err(Error::unsupported("GLB version 1 is glTF 1.0 (KHR_binary_glTF); meshcheck reads glTF 2.0")
+            .with_detail(serde_json::json!({"offset": 4})));
+    }
     if version != 2 {
         return Err(header(format!("GLB version {version} is not supported; only version 2 is glTF 2.0")));
     }

@@ -102,7 +102,7 @@ fn check_version(version: &str) -> Result<()> {
     if version.starts_with("2.") {
         Ok(())
     } else {
-        Err(Error::unsupported(format!("asset.version is {version}; meshcheck reads glTF 2.0")))
+        Err(Error::unsupported(format!("asset.version is {version:?}; meshcheck reads glTF 2.0")))
     }
 }
 
@@ -120,6 +120,10 @@ fn mend(mut value: Value, first: &serde_json::Error) -> Result<Lenient> {
     let mut notes = Vec::new();
     match asset.get("version") {
         Some(Value::String(v)) => check_version(v)?,
+        // `"version": 1` is glTF 1.0 written carelessly, not a 2.0 document.
+        Some(Value::Number(n)) if n.as_f64().is_some_and(|v| !(2.0..3.0).contains(&v)) => {
+            return Err(Error::unsupported(format!("asset.version is {n}; meshcheck reads glTF 2.0")));
+        }
         _ => {
             asset.insert("version".into(), Value::String("2.0".into()));
             notes.push(Note::new("/asset/version", "asset.version is missing or not a string; read as glTF 2.0"));
