@@ -758,7 +758,7 @@ fn cli_malformed_file_exits_3_with_an_error_envelope() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("bad.glb");
     let mut glb = Doc::single(cube(1.0)).to_glb();
-    glb[4..8].copy_from_slice(&1u32.to_le_bytes());
+    glb[4..8].copy_from_slice(&7u32.to_le_bytes()); // no such GLB version
     std::fs::write(&path, glb).unwrap();
     let out = run(&["validate", path.to_str().unwrap(), "--format", "json"]);
     assert_eq!(out.status.code(), Some(3), "stderr: {}", String::from_utf8_lossy(&out.stderr));
