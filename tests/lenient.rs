@@ -353,3 +353,18 @@ fn skins_that_yield_unusable_geometry_fall_back_to_the_bind_pose() {
         }
     }
 }
+
+#[test]
+fn the_cli_prints_the_report_of_a_document_with_errors_not_an_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("dangling.glb");
+    let (mut json, bin) = cube_glb_parts();
+    json["nodes"][0]["mesh"] = json!(7);
+    std::fs::write(&path, glb_from_parts(&json, &bin)).unwrap();
+    let out = crate::util::run(&["validate", path.to_str().unwrap(), "--format", "json"]);
+    // Exit 1: SPEC-001 fails on the validator's error; never 3 (refused).
+    assert_eq!(out.status.code(), Some(1), "stderr: {}", String::from_utf8_lossy(&out.stderr));
+    let v: Value = serde_json::from_slice(&out.stdout).expect("a JSON report");
+    assert_eq!(v["schema_version"], "1.2");
+    assert_eq!(v["notes"][0]["pointer"], "/nodes/0/mesh");
+}

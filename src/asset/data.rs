@@ -105,20 +105,22 @@ impl<'a> DocData<'a> {
         self
     }
 
-    /// Why the object at `pointer` could not be read as JSON, if it could not.
-    pub fn unreadable_reason(&self, pointer: &str) -> Option<&str> {
-        self.unreadable.get(pointer).map(String::as_str)
+    /// Why the object at the JSON pointer `pointer()` names could not be read
+    /// as JSON, if it could not (the pointer is formatted only when the
+    /// document has unreadable objects at all).
+    pub fn unreadable(&self, pointer: impl FnOnce() -> String) -> Option<&str> {
+        if self.unreadable.is_empty() {
+            return None;
+        }
+        self.unreadable.get(&pointer()).map(String::as_str)
     }
 
     /// An error when `/{collection}/{index}` could not be read as JSON.
     pub fn readable(&self, collection: &str, index: usize) -> Result<()> {
-        if self.unreadable.is_empty() {
-            return Ok(());
-        }
-        let pointer = format!("/{collection}/{index}");
-        match self.unreadable.get(&pointer) {
-            Some(why) => Err(Error::malformed(format!("{pointer} cannot be read: {why}"))
-                .with_detail(serde_json::json!({ "pointer": pointer }))),
+        let pointer = || format!("/{collection}/{index}");
+        match self.unreadable(pointer) {
+            Some(why) => Err(Error::malformed(format!("{} cannot be read: {why}", pointer()))
+                .with_detail(serde_json::json!({ "pointer": pointer() }))),
             None => Ok(()),
         }
     }

@@ -65,9 +65,6 @@ pub struct Primitive {
     pub material: Option<usize>,
     /// Whether the geometry came through Draco.
     pub draco: bool,
-    /// Whether WEIGHTS_0 is present and every vertex's weights are zero
-    /// (skinning would collapse it).
-    pub zero_weights: bool,
     /// Bounds in local space.
     pub bounds: Aabb,
 }
@@ -321,7 +318,8 @@ pub fn build(data: &DocData<'_>) -> Result<Scene> {
     let root = data.root;
     let mut scene = Scene { bounds: Aabb::empty(), geometry_budget: data.budget_total(), ..Scene::default() };
     let n = root.nodes.len();
-    let root_nodes = || -> Vec<usize> {
+    let roots: Vec<usize> = if root.scenes.is_empty() {
+        // No scenes: draw every parentless node, as most viewers do.
         let mut has_parent = vec![false; n];
         for node in &root.nodes {
             for c in child_indices(node) {
@@ -330,14 +328,10 @@ pub fn build(data: &DocData<'_>) -> Result<Scene> {
                 }
             }
         }
-        (0..n).filter(|&i| !has_parent[i]).collect()
-    };
-    let roots: Vec<usize> = if root.scenes.is_empty() {
-        // No scenes: draw every parentless node, as most viewers do.
         if n > 0 {
             scene.notes.push(Note::new("", "the document has no scenes; every root node was measured"));
         }
-        root_nodes()
+        (0..n).filter(|&i| !has_parent[i]).collect()
     } else {
         let named = root.scene.map(|s| s.value());
         let idx = match named {
@@ -358,6 +352,8 @@ pub fn build(data: &DocData<'_>) -> Result<Scene> {
     let mut stack: Vec<(usize, Option<usize>, Mat4)> = roots.iter().rev().map(|&r| (r, None, mat4::IDENTITY)).collect();
     let mut revisits = 0usize;
     let mut missing_file: Option<Error> = None;
+    // Whether a skinned primitive's weights are all zero, read once each.
+    let mut zero_weighted: HashMap<usize, bool> = HashMap::new();
     while let Some((i, parent, parent_world)) = stack.pop() {
         let Some(node) = root.nodes.get(i) else {
             let from = match parent {
@@ -386,11 +382,23 @@ pub fn build(data: &DocData<'_>) -> Result<Scene> {
             ));
             continue;
         };
-        if let Some(why) = data.unreadable_reason(&format!("/meshes/{mesh_idx}")) {
+        if let Some(why) = data.unreadable(|| format!("/meshes/{mesh_idx}")) {
             unread(&mut scene, format!("/meshes/{mesh_idx}"), &Error::malformed(why));
             continue;
         }
-        let skin = node.skin.map(|s| s.value());
+        // Skinned meshes ignore their node's transform; in the default pose
+        // the first joint's world matrix times its inverse bind matrix places
+        // them. Read once per node; judged per primitive below.
+        let skin = match node.skin.map(|s| s.value()) {
+            Some(s) => {
+                let worlds = all_worlds.get_or_insert_with(|| all_world_matrices(root));
+                match skin_bind_world(data, s, worlds) {
+                    Err(e) if e.is_decode_budget() => return Err(e),
+                    bind => Some((s, bind)),
+                }
+            }
+            None => None,
+        };
         let instancing = match node
             .extensions
             .as_ref()
@@ -431,15 +439,13 @@ pub fn build(data: &DocData<'_>) -> Result<Scene> {
                 }
             };
             let Some(prim_id) = prim_id else { continue };
-            // Skinned meshes ignore their node's transform; in the default pose
-            // the first joint's world matrix times its inverse bind matrix places them.
-            let draw_world = match skin {
-                Some(s) => {
-                    let worlds = all_worlds.get_or_insert_with(|| all_world_matrices(root));
-                    match skin_pose(data, s, worlds, &scene.primitives[prim_id]) {
+            let draw_world = match &skin {
+                Some((s, bind)) => {
+                    let prim = &scene.primitives[prim_id];
+                    let zero = *zero_weighted.entry(prim_id).or_insert_with(|| zero_weights(data, prim));
+                    match skin_pose(*s, bind, prim, zero) {
                         Ok(Some(m)) => m,
                         Ok(None) => world,
-                        Err(e) if e.is_decode_budget() => return Err(e),
                         Err(e) => {
                             scene.notes.push(Note::new(
                                 format!("/nodes/{i}/skin"),
@@ -522,10 +528,14 @@ fn unread(scene: &mut Scene, pointer: String, e: &Error) {
 /// an error saying why when the pose is unusable: a matrix that is not
 /// finite or is singular, every vertex weighted zero, or a pose that moves
 /// the primitive beyond [`ABSURD_SKIN_M`] metres.
-fn skin_pose(data: &DocData<'_>, skin: usize, worlds: &[Option<Mat4>], prim: &Primitive) -> Result<Option<Mat4>> {
+fn skin_pose(skin: usize, bind: &Result<Option<Mat4>>, prim: &Primitive, zero_weights: bool) -> Result<Option<Mat4>> {
     let bad =
         |why: String| Error::malformed(why).with_detail(serde_json::json!({ "pointer": format!("/skins/{skin}") }));
-    let Some(m) = skin_bind_world(data, skin, worlds)? else { return Ok(None) };
+    let m = match bind {
+        Ok(Some(m)) => *m,
+        Ok(None) => return Ok(None),
+        Err(e) => return Err(e.clone()),
+    };
     if m.iter().any(|v| !v.is_finite()) {
         return Err(bad(format!("skin {skin}'s joint matrix is not finite")));
     }
@@ -533,7 +543,7 @@ fn skin_pose(data: &DocData<'_>, skin: usize, worlds: &[Option<Mat4>], prim: &Pr
     if !det.is_finite() || det.abs() < 1e-12 {
         return Err(bad(format!("skin {skin}'s joint matrix is singular (determinant {det:e})")));
     }
-    if prim.zero_weights {
+    if zero_weights {
         return Err(bad(format!(
             "every vertex of /meshes/{}/primitives/{} has zero skin weights",
             prim.mesh, prim.index
@@ -670,8 +680,11 @@ fn read_draw_attributes(data: &DocData<'_>, json: &gltf::json::mesh::Primitive, 
         .filter(|v: &Vec<[f32; 4]>| v.len() == n);
 }
 
-/// Whether the primitive's WEIGHTS_0 is readable and zero for every vertex.
-fn zero_weights(data: &DocData<'_>, json: &gltf::json::mesh::Primitive, vertices: usize) -> bool {
+/// Whether the primitive's WEIGHTS_0 is readable and zero for every vertex
+/// (skinning would collapse it).
+fn zero_weights(data: &DocData<'_>, prim: &Primitive) -> bool {
+    let json = &data.root.meshes[prim.mesh].primitives[prim.index];
+    let vertices = prim.positions.len();
     let Some(acc) = json.attributes.get(&Checked::Valid(gltf::json::mesh::Semantic::Weights(0))) else {
         return false;
     };
@@ -685,7 +698,7 @@ fn zero_weights(data: &DocData<'_>, json: &gltf::json::mesh::Primitive, vertices
 }
 
 fn decode_primitive(data: &DocData<'_>, mesh: usize, index: usize) -> Result<Primitive> {
-    if let Some(why) = data.unreadable_reason(&format!("/meshes/{mesh}/primitives/{index}")) {
+    if let Some(why) = data.unreadable(|| format!("/meshes/{mesh}/primitives/{index}")) {
         return Err(Error::malformed(why));
     }
     let json = &data.root.meshes[mesh].primitives[index];
@@ -733,7 +746,6 @@ fn decode_primitive(data: &DocData<'_>, mesh: usize, index: usize) -> Result<Pri
         prim.invalid_triangles = dropped as u64;
         prim.triangles = tris;
     }
-    prim.zero_weights = zero_weights(data, json, prim.positions.len());
     while prim.uvs.last().is_some_and(Option::is_none) {
         prim.uvs.pop();
     }
