@@ -1,6 +1,7 @@
 //! The one integration-test binary (ripgrep's layout): every module below
 //! links into it, so the suite builds once.
 
+mod architecture;
 mod billing;
 mod checks;
 mod cli;
