@@ -168,12 +168,12 @@ fn code_only(text: &str) -> String {
                 continue;
             }
             // A multi-byte char: find the closing quote within 5 bytes.
-            if let Some(k) = (2..6).find(|&k| b.get(i + k) == Some(&b'\'')) {
-                if !b[i + 1].is_ascii() {
-                    out.extend_from_slice(b"' '");
-                    i += k + 1;
-                    continue;
-                }
+            if let Some(k) = (2..6).find(|&k| b.get(i + k) == Some(&b'\''))
+                && !b[i + 1].is_ascii()
+            {
+                out.extend_from_slice(b"' '");
+                i += k + 1;
+                continue;
             }
         }
         out.push(c);
@@ -347,10 +347,11 @@ fn graph(files: &[SourceFile]) -> BTreeMap<String, BTreeSet<String>> {
             };
             // The longest prefix that names a file.
             let target = (1..=absolute.len()).rev().find_map(|n| by_module.get(&absolute[..n]));
-            if let Some(t) = target {
-                if t.rel != f.rel && t.rel != "lib.rs" {
-                    targets.insert(t.rel.clone());
-                }
+            if let Some(t) = target
+                && t.rel != f.rel
+                && t.rel != "lib.rs"
+            {
+                targets.insert(t.rel.clone());
             }
         }
         edges.insert(f.rel.clone(), targets);
