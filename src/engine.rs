@@ -480,7 +480,7 @@ pub fn render_gated(
         None => None,
     };
     let render_ms = (started.elapsed().as_secs_f64() * 1000.0 * 10.0).round() / 10.0;
-    let screenshots = rendered.stills.iter().enumerate().map(|(i, s)| report::Screenshot::of(s, i)).collect();
+    let screenshots = rendered.stills.iter().enumerate().map(|(i, s)| s.screenshot(i)).collect();
     let report = report::RenderReport {
         schema_version: report::SCHEMA_VERSION.into(),
         render_id: None,

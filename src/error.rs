@@ -3,7 +3,8 @@
 //! Every failure the engine can report maps to one [`ErrorCode`] (the spec's
 //! enumerated codes) and to a CLI exit code. The service turns the same value
 //! into its `{"error": {code, message, detail}}` envelope, so the CLI and the
-//! API agree on what went wrong and how it is spelled.
+//! API agree on what went wrong and how it is spelled. Nothing here knows of
+//! HTTP: the server maps each code to its status (`server/error.rs`).
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -70,24 +71,6 @@ impl ErrorCode {
             ErrorCode::JobNotFound => "JOB_NOT_FOUND",
             ErrorCode::ReportExpired => "REPORT_EXPIRED",
             ErrorCode::BillingUnavailable => "BILLING_UNAVAILABLE",
-        }
-    }
-
-    /// The HTTP status the service answers with (DESIGN.md "Service decisions").
-    pub fn http_status(self) -> u16 {
-        match self {
-            ErrorCode::BadRequest => 400,
-            ErrorCode::MissingApiKey | ErrorCode::InvalidApiKey => 401,
-            ErrorCode::InsufficientCredits => 402,
-            ErrorCode::NotFound | ErrorCode::JobNotFound => 404,
-            ErrorCode::ReportExpired => 410,
-            ErrorCode::FileTooLarge => 413,
-            ErrorCode::UnsupportedFormat => 415,
-            ErrorCode::MalformedGltf | ErrorCode::BundleIncomplete | ErrorCode::FetchFailed => 422,
-            ErrorCode::RateLimited => 429,
-            ErrorCode::Internal => 500,
-            ErrorCode::RenderFailed => 502,
-            ErrorCode::InspectUnavailable | ErrorCode::BillingUnavailable => 503,
         }
     }
 

@@ -32,12 +32,11 @@ const LAYERS: &[&[&str]] = &[
 /// listed here, and the tests fail both on anything new and on an entry that
 /// no longer occurs, so these lists only shrink. Both are empty when the
 /// redesign is done.
-const PENDING_CIRCLE_PARTS: &[&str] = &["asset", "render", "report", "checks", "engine", "profile", "server", "cli"];
+const PENDING_CIRCLE_PARTS: &[&str] = &["asset", "render", "checks", "engine", "profile", "server", "cli"];
 const PENDING_ARROWS: &[&str] = &[
     "checks/mod.rs (checks) -> engine.rs (engine)",
     "geom/topology.rs (geom) -> asset/data.rs (asset)",
     "profile.rs (profile) -> checks/catalog.rs (checks)",
-    "report.rs (report) -> render/mod.rs (render)",
     "vision/mod.rs (vision) -> render/image_out.rs (render)",
     "vision/mod.rs (vision) -> render/mod.rs (render)",
 ];

@@ -159,7 +159,7 @@ fn write_stills(base: &Path, job: &Job, rendered: &crate::render::Rendered) -> R
         .map_err(|e| Error::bad_request(format!("cannot create the folder {}: {e}", dir.display())))?;
     let mut out = Vec::new();
     for (i, still) in rendered.stills.iter().enumerate() {
-        let mut shot = crate::report::Screenshot::of(still, i);
+        let mut shot = still.screenshot(i);
         let path = dir.join(format!("{}.png", shot.name));
         std::fs::write(&path, crate::render::image_out::png(&still.image))
             .map_err(|e| Error::bad_request(format!("cannot write {}: {e}", path.display())))?;

@@ -23,20 +23,10 @@ use crate::asset::Asset;
 use crate::error::{Error, ErrorCode, Result};
 use image::RgbaImage;
 pub use rig::{Angle, STANDARD_ANGLES};
-use serde::Serialize;
 use std::sync::{Arc, Mutex, OnceLock};
 pub use worker::{Drawer, Source};
 
-/// Smallest and largest still size, pixels.
-pub const SIZE_RANGE: (u32, u32) = (128, 1024);
-/// Default still size.
-pub const DEFAULT_SIZE: u32 = 1024;
-/// Most angles per render request.
-pub const MAX_ANGLES: usize = 12;
-/// Turntable frames: default and range.
-pub const TURNTABLE_FRAMES: (u32, u32, u32) = (36, 8, 120);
-/// Turntable size: default (range as [`SIZE_RANGE`]).
-pub const TURNTABLE_SIZE: u32 = 512;
+pub use crate::report::views::{AdapterInfo, DEFAULT_SIZE, MAX_ANGLES, SIZE_RANGE, TURNTABLE_FRAMES, TURNTABLE_SIZE};
 /// MSAA sample count.
 pub const SAMPLES: u32 = 4;
 /// The stills the RND checks measure are rendered at this size.
@@ -125,6 +115,18 @@ impl Still {
         let total = (self.image.width() as u64 * self.image.height() as u64).max(1);
         self.visible_pixels as f64 / total as f64 * 100.0
     }
+
+    /// The report's entry for the `index`-th still of a render (no `path` or `url` yet).
+    pub fn screenshot(&self, index: usize) -> crate::report::Screenshot {
+        crate::report::Screenshot {
+            name: self.angle.file_stem(index),
+            angle: self.angle,
+            size: self.image.width(),
+            path: None,
+            url: None,
+            visible_pct: (self.visible_pct() * 100.0).round() / 100.0,
+        }
+    }
 }
 
 /// What a render request produced.
@@ -141,19 +143,6 @@ pub struct Rendered {
     /// What the renderer could not draw as the file asks (undecodable
     /// textures, KTX2 drawn with factors only).
     pub notes: Vec<String>,
-}
-
-/// The graphics adapter in use.
-#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize, schemars::JsonSchema)]
-pub struct AdapterInfo {
-    /// Adapter name, e.g. `llvmpipe (LLVM 15.0.6, 256 bits)`.
-    pub name: String,
-    /// Backend, e.g. `vulkan`.
-    pub backend: String,
-    /// Driver name and version.
-    pub driver: String,
-    /// Whether it is a CPU (software) renderer.
-    pub software: bool,
 }
 
 /// The process's renderer: one wgpu device, its pipelines, and a lock that

@@ -42,6 +42,26 @@ impl ApiError {
     }
 }
 
+/// The HTTP status the service answers `code` with (DESIGN.md "Service decisions").
+pub fn status_of(code: ErrorCode) -> StatusCode {
+    match code {
+        ErrorCode::BadRequest => StatusCode::BAD_REQUEST,
+        ErrorCode::MissingApiKey | ErrorCode::InvalidApiKey => StatusCode::UNAUTHORIZED,
+        ErrorCode::InsufficientCredits => StatusCode::PAYMENT_REQUIRED,
+        ErrorCode::NotFound | ErrorCode::JobNotFound => StatusCode::NOT_FOUND,
+        ErrorCode::ReportExpired => StatusCode::GONE,
+        ErrorCode::FileTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
+        ErrorCode::UnsupportedFormat => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+        ErrorCode::MalformedGltf | ErrorCode::BundleIncomplete | ErrorCode::FetchFailed => {
+            StatusCode::UNPROCESSABLE_ENTITY
+        }
+        ErrorCode::RateLimited => StatusCode::TOO_MANY_REQUESTS,
+        ErrorCode::Internal => StatusCode::INTERNAL_SERVER_ERROR,
+        ErrorCode::RenderFailed => StatusCode::BAD_GATEWAY,
+        ErrorCode::InspectUnavailable | ErrorCode::BillingUnavailable => StatusCode::SERVICE_UNAVAILABLE,
+    }
+}
+
 /// The envelope a client sees for `e`: INTERNAL loses its message and detail.
 pub fn public_envelope(e: &Error) -> serde_json::Value {
     if e.code == ErrorCode::Internal {
@@ -57,7 +77,7 @@ impl IntoResponse for ApiError {
         if e.code == ErrorCode::Internal {
             tracing::error!(cause = %e.message, "internal error");
         }
-        let status = StatusCode::from_u16(e.code.http_status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        let status = status_of(e.code);
         let mut resp = (status, axum::Json(public_envelope(&e))).into_response();
         if e.code == ErrorCode::RateLimited
             && let Some(secs) = e.detail.as_ref().and_then(|d| d.get("retry_after_s")).and_then(|v| v.as_u64())
@@ -84,5 +104,31 @@ mod tests {
         assert!(!env.to_string().contains("secret"));
         let e = Error::bad_request("profile `x` is unknown").with_detail(serde_json::json!({"field": "profile"}));
         assert_eq!(public_envelope(&e), e.envelope());
+    }
+
+    #[test]
+    fn statuses_are_the_specifications() {
+        let want = [
+            (ErrorCode::BadRequest, 400),
+            (ErrorCode::MissingApiKey, 401),
+            (ErrorCode::InvalidApiKey, 401),
+            (ErrorCode::InsufficientCredits, 402),
+            (ErrorCode::NotFound, 404),
+            (ErrorCode::JobNotFound, 404),
+            (ErrorCode::ReportExpired, 410),
+            (ErrorCode::FileTooLarge, 413),
+            (ErrorCode::UnsupportedFormat, 415),
+            (ErrorCode::MalformedGltf, 422),
+            (ErrorCode::BundleIncomplete, 422),
+            (ErrorCode::FetchFailed, 422),
+            (ErrorCode::RateLimited, 429),
+            (ErrorCode::Internal, 500),
+            (ErrorCode::RenderFailed, 502),
+            (ErrorCode::InspectUnavailable, 503),
+            (ErrorCode::BillingUnavailable, 503),
+        ];
+        for (code, status) in want {
+            assert_eq!(status_of(code).as_u16(), status, "{code}");
+        }
     }
 }

@@ -623,7 +623,7 @@ pub fn store_report(
                 .enumerate()
                 .map(|(i, (still, shot))| crate::report::Screenshot {
                     url: Some(super::media::url(st, shot)),
-                    ..crate::report::Screenshot::of(still, i)
+                    ..still.screenshot(i)
                 })
                 .collect(),
         );

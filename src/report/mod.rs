@@ -7,6 +7,8 @@
 //! writes whole numbers as integers and rounds the rest to six decimals, so
 //! the same input gives byte-identical JSON.
 
+pub mod views;
+
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -91,7 +93,7 @@ pub struct Screenshot {
     /// `viewNN_rv.._rh..` for other angles; also the file stem.
     pub name: String,
     /// The view.
-    pub angle: crate::render::Angle,
+    pub angle: views::Angle,
     /// Width and height in pixels.
     pub size: u32,
     /// Where the CLI wrote the PNG, relative to the current directory.
@@ -102,20 +104,6 @@ pub struct Screenshot {
     pub url: Option<String>,
     /// % of the frame the model covers.
     pub visible_pct: f64,
-}
-
-impl Screenshot {
-    /// The entry for the `index`-th still of a render (no `path` or `url` yet).
-    pub fn of(still: &crate::render::Still, index: usize) -> Screenshot {
-        Screenshot {
-            name: still.angle.file_stem(index),
-            angle: still.angle,
-            size: still.image.width(),
-            path: None,
-            url: None,
-            visible_pct: (still.visible_pct() * 100.0).round() / 100.0,
-        }
-    }
 }
 
 /// What `meshcheck render` and POST /v1/render return: stills (and a
@@ -136,7 +124,7 @@ pub struct RenderReport {
     /// The request as applied.
     pub options: RenderOptions,
     /// The graphics adapter that drew the stills.
-    pub renderer: crate::render::AdapterInfo,
+    pub renderer: views::AdapterInfo,
     /// Counts and timing.
     pub stats: RenderStats,
     /// One still per requested angle, in order.
@@ -151,7 +139,7 @@ pub struct RenderReport {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct RenderOptions {
     /// The views.
-    pub angles: Vec<crate::render::Angle>,
+    pub angles: Vec<views::Angle>,
     /// Still size in pixels.
     pub size: u32,
     /// `#RRGGBB` or `transparent`.
@@ -177,13 +165,13 @@ pub struct TurntableSpec {
 }
 
 fn default_frames() -> u32 {
-    crate::render::TURNTABLE_FRAMES.0
+    views::TURNTABLE_FRAMES.0
 }
 fn default_format() -> String {
     "gif".into()
 }
 fn default_tt_size() -> u32 {
-    crate::render::TURNTABLE_SIZE
+    views::TURNTABLE_SIZE
 }
 
 /// Render counts and timing.
