@@ -11,6 +11,7 @@ use crate::error::{Error, ErrorCode, Result};
 use crate::profile::Profile;
 use crate::report::{self, CheckResult, EngineInfo, Mode, ProfileInfo, Report, Severity, Stats, Status};
 use crate::validator::{self, Validator};
+use crate::vision;
 use serde_json::{Map, Value};
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -512,4 +513,74 @@ pub fn render_gated(
         notes: rendered.notes.clone(),
     };
     Ok(RenderOutput { report, stills: rendered.stills, gif })
+}
+
+// Stills for the vision model: the engine draws them (or reads them from a
+// folder) and hands them to `vision` as PNG data.
+
+/// Renders the six standard views at the vision model's still size for the
+/// model (`meshcheck inspect FILE`).
+pub fn vision_stills(asset: &crate::asset::Asset) -> Result<Vec<vision::Still>> {
+    vision_stills_with(&crate::render::Drawer::Local, &Default::default(), asset)
+}
+
+/// [`vision_stills`] drawn by `drawer` (a worker draws `source`).
+pub fn vision_stills_with(
+    drawer: &crate::render::Drawer,
+    source: &crate::render::Source,
+    asset: &crate::asset::Asset,
+) -> Result<Vec<vision::Still>> {
+    let (out, _) = drawer.render(source, asset, &crate::render::Request::standard(vision::STILL_SIZE))?;
+    Ok(out
+        .stills
+        .iter()
+        .enumerate()
+        .map(|(i, s)| vision::Still {
+            shot: vision::Shot {
+                name: s.angle.file_stem(i),
+                angle: s.angle,
+                size: s.image.width(),
+                path: None,
+                url: None,
+            },
+            png: crate::render::image_out::png(&s.image),
+        })
+        .collect())
+}
+
+/// Reads stills written by `meshcheck render` (the standard views' PNGs in
+/// `dir`), reduced to [`vision::STILL_SIZE`] when larger.
+pub fn vision_stills_from_dir(dir: &std::path::Path) -> Result<Vec<vision::Still>> {
+    let mut out = Vec::new();
+    for (name, angle) in crate::render::STANDARD_ANGLES {
+        let path = dir.join(format!("{name}.png"));
+        if !path.is_file() {
+            continue;
+        }
+        let img = image::open(&path)
+            .map_err(|e| Error::bad_request(format!("cannot read {}: {e}", path.display())))?
+            .into_rgba8();
+        let img = if img.width() > vision::STILL_SIZE || img.height() > vision::STILL_SIZE {
+            image::DynamicImage::ImageRgba8(img).thumbnail(vision::STILL_SIZE, vision::STILL_SIZE).into_rgba8()
+        } else {
+            img
+        };
+        out.push(vision::Still {
+            shot: vision::Shot {
+                name: name.into(),
+                angle,
+                size: img.width(),
+                path: Some(path.display().to_string()),
+                url: None,
+            },
+            png: crate::render::image_out::png(&img),
+        });
+    }
+    if out.is_empty() {
+        return Err(Error::bad_request(format!(
+            "{} holds none of the standard stills (front.png, right.png, back.png, left.png, top.png, three_quarter.png); write them with `meshcheck render`",
+            dir.display()
+        )));
+    }
+    Ok(out)
 }

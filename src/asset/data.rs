@@ -493,20 +493,7 @@ impl<'a> DocData<'a> {
     }
 }
 
-/// Regroups a flat vector into N-element arrays, in place when its
-/// capacity allows (it does for every vector this module allocates).
-pub fn arrays<T: bytemuck::Pod, const N: usize>(flat: Vec<T>) -> Vec<[T; N]>
-where
-    [T; N]: bytemuck::Pod,
-{
-    let whole = flat.len() - flat.len() % N;
-    let mut flat = flat;
-    flat.truncate(whole);
-    match bytemuck::allocation::try_cast_vec::<T, [T; N]>(flat) {
-        Ok(v) => v,
-        Err((_, flat)) => flat.chunks_exact(N).map(|c| std::array::from_fn(|i| c[i])).collect(),
-    }
-}
+pub use crate::geom::flat::arrays;
 
 /// Components per element of an accessor type (matrices excluded: never read here).
 fn type_components(t: &Checked<gltf::json::accessor::Type>) -> Option<usize> {

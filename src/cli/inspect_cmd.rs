@@ -20,13 +20,13 @@ pub fn run(args: InspectArgs) -> Result<i32> {
         config.json_schema = false;
     }
     let stills = match (&args.render_dir, &args.file) {
-        (Some(dir), _) => vision::stills_from_dir(dir)?,
+        (Some(dir), _) => crate::engine::vision_stills_from_dir(dir)?,
         (None, Some(file)) => {
             let input = Input::from_path(file)
                 .map_err(|e| Error::bad_request(format!("cannot read {}: {e}", file.display())))?;
             let opened = asset::open(input)?;
             let asset = asset::load_opened_with(&opened, LoadOptions { keep_images: true })?;
-            vision::stills_of(&asset)?
+            crate::engine::vision_stills(&asset)?
         }
         (None, None) => return Err(Error::bad_request("give FILE or --render-dir DIR")),
     };

@@ -1,6 +1,7 @@
 //! Pure geometry on plain slices and arrays, with no glTF types: transforms,
 //! bounds, triangle assembly. Checks and the loader build on these.
 
+pub mod flat;
 pub mod mat4;
 pub mod mesh;
 pub mod topology;

@@ -54,7 +54,7 @@ pub fn assemble(mode: u32, indices: Option<&[u32]>, n: usize, vertex_count: usiz
 /// place (no second allocation); triangles naming a vertex at or past
 /// `vertex_count` are removed and counted.
 pub fn triangle_list(indices: Vec<u32>, vertex_count: usize) -> (Vec<[u32; 3]>, usize) {
-    let mut tris: Vec<[u32; 3]> = crate::asset::data::arrays(indices);
+    let mut tris: Vec<[u32; 3]> = super::flat::arrays(indices);
     let before = tris.len();
     let vc = vertex_count as u64;
     if tris.iter().any(|t| t.iter().any(|&v| v as u64 >= vc)) {

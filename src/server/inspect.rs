@@ -175,7 +175,7 @@ async fn fresh_stills(
                 let asset = crate::asset::load_opened_with(&opened, crate::asset::LoadOptions { keep_images: local })?;
                 drop(opened);
                 m.charge()?;
-                let stills = vision::stills_with(&st.drawer, &source, &asset)?;
+                let stills = crate::engine::vision_stills_with(&st.drawer, &source, &asset)?;
                 let now = st.clock.now();
                 let account_id = m.account_id();
                 let owner =

@@ -20,7 +20,7 @@
 pub mod answers;
 
 use crate::error::{Error, ErrorCode, Result};
-use crate::render::Angle;
+use crate::report::views::Angle;
 use base64::Engine as _;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -494,66 +494,6 @@ fn message_text(v: &Value) -> String {
         }
         _ => String::new(),
     }
-}
-
-/// Renders the six standard views at [`STILL_SIZE`] for the model.
-pub fn stills_of(asset: &crate::asset::Asset) -> Result<Vec<Still>> {
-    stills_with(&crate::render::Drawer::Local, &Default::default(), asset)
-}
-
-/// [`stills_of`] drawn by `drawer` (a worker draws `source`).
-pub fn stills_with(
-    drawer: &crate::render::Drawer,
-    source: &crate::render::Source,
-    asset: &crate::asset::Asset,
-) -> Result<Vec<Still>> {
-    let (out, _) = drawer.render(source, asset, &crate::render::Request::standard(STILL_SIZE))?;
-    Ok(out
-        .stills
-        .iter()
-        .enumerate()
-        .map(|(i, s)| Still {
-            shot: Shot { name: s.angle.file_stem(i), angle: s.angle, size: s.image.width(), path: None, url: None },
-            png: crate::render::image_out::png(&s.image),
-        })
-        .collect())
-}
-
-/// Reads stills written by `meshcheck render` (the standard views' PNGs in
-/// `dir`), reduced to [`STILL_SIZE`] when larger.
-pub fn stills_from_dir(dir: &std::path::Path) -> Result<Vec<Still>> {
-    let mut out = Vec::new();
-    for (name, angle) in crate::render::STANDARD_ANGLES {
-        let path = dir.join(format!("{name}.png"));
-        if !path.is_file() {
-            continue;
-        }
-        let img = image::open(&path)
-            .map_err(|e| Error::bad_request(format!("cannot read {}: {e}", path.display())))?
-            .into_rgba8();
-        let img = if img.width() > STILL_SIZE || img.height() > STILL_SIZE {
-            image::DynamicImage::ImageRgba8(img).thumbnail(STILL_SIZE, STILL_SIZE).into_rgba8()
-        } else {
-            img
-        };
-        out.push(Still {
-            shot: Shot {
-                name: name.into(),
-                angle,
-                size: img.width(),
-                path: Some(path.display().to_string()),
-                url: None,
-            },
-            png: crate::render::image_out::png(&img),
-        });
-    }
-    if out.is_empty() {
-        return Err(Error::bad_request(format!(
-            "{} holds none of the standard stills (front.png, right.png, back.png, left.png, top.png, three_quarter.png); write them with `meshcheck render`",
-            dir.display()
-        )));
-    }
-    Ok(out)
 }
 
 #[cfg(test)]
