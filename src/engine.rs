@@ -103,12 +103,8 @@ impl Options {
     }
 }
 
-/// What SPEC-001 got from the validator.
-pub type SpecRun = std::result::Result<validator::Outcome, validator::Failure>;
-
-/// What the RND checks got from the renderer (full mode): the six standard
-/// views, or why this asset could not be drawn.
-pub type RenderRun = std::result::Result<crate::render::Rendered, String>;
+pub use crate::render::RenderRun;
+pub use crate::validator::SpecRun;
 
 impl Options {
     /// Whether this run draws the standard views: full mode with an RND check selected.

@@ -761,7 +761,12 @@ fn mat004_default_material_counts_once() {
 
 #[test]
 fn mat004_custom_severity_turns_the_breach_into_fail() {
-    let profile = Profile::from_toml("extends = \"web\"\n[severity]\n\"MAT-004\" = \"error\"\n", "x.toml").unwrap();
+    let profile = Profile::from_toml(
+        "extends = \"web\"\n[severity]\n\"MAT-004\" = \"error\"\n",
+        "x.toml",
+        &meshcheck::checks::catalog::ids(),
+    )
+    .unwrap();
     // Only the material family runs, so the six open quads' GEO-002 warning stays out of the counts.
     let selection = Selection::parse(&["MAT".to_string()], &[]).unwrap();
     let opts = Options { profile, selection, ..Options::default() };
@@ -776,7 +781,12 @@ fn mat004_custom_severity_turns_the_breach_into_fail() {
 
 #[test]
 fn info_severity_never_judges() {
-    let profile = Profile::from_toml("extends = \"web\"\n[severity]\n\"MAT-004\" = \"info\"\n", "x.toml").unwrap();
+    let profile = Profile::from_toml(
+        "extends = \"web\"\n[severity]\n\"MAT-004\" = \"info\"\n",
+        "x.toml",
+        &meshcheck::checks::catalog::ids(),
+    )
+    .unwrap();
     let selection = Selection::parse(&["MAT".to_string()], &[]).unwrap();
     let opts = Options { profile, selection, ..Options::default() };
     let r = report_with(&doc_with_materials(6), &opts);

@@ -31,10 +31,10 @@ pub struct Ctx<'a> {
     /// The budgets in force.
     pub profile: &'a Profile,
     /// What the glTF-Validator said (SPEC-001), when it ran.
-    pub spec: Option<&'a crate::engine::SpecRun>,
+    pub spec: Option<&'a crate::validator::SpecRun>,
     /// The standard views, in full mode: the stills, or why the renderer
     /// could not draw this asset.
-    pub render: Option<&'a crate::engine::RenderRun>,
+    pub render: Option<&'a crate::render::RenderRun>,
 }
 
 /// How a measurement compares with its threshold.

@@ -40,7 +40,7 @@ pub fn checks_json(profile: &Profile) -> Value {
 
 /// `meshcheck checks`.
 pub fn checks(args: ChecksArgs) -> Result<i32> {
-    let profile = Profile::load(&args.profile)?;
+    let profile = Profile::load(&args.profile, &crate::checks::catalog::ids())?;
     match format_of(args.format) {
         ListFormat::Json => emit(&format!("{}\n", serde_json::to_string_pretty(&checks_json(&profile)).expect("JSON"))),
         ListFormat::Table => {

@@ -82,7 +82,7 @@ fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
 
 /// Builds engine options from the flags.
 pub fn options(args: &ValidateArgs) -> Result<Options> {
-    let mut profile = Profile::load(&args.profile)?;
+    let mut profile = Profile::load(&args.profile, &crate::checks::catalog::ids())?;
     for o in &args.overrides {
         profile.apply_override_str(o)?;
     }

@@ -145,6 +145,10 @@ pub struct Rendered {
     pub notes: Vec<String>,
 }
 
+/// What the RND checks get from the renderer (full mode): the standard
+/// views, or why this asset could not be drawn.
+pub type RenderRun = std::result::Result<Rendered, String>;
+
 /// The process's renderer: one wgpu device, its pipelines, and a lock that
 /// keeps one render at a time on it.
 pub struct Renderer {

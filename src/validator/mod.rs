@@ -25,6 +25,9 @@ use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
+/// What SPEC-001 got from the validator: its outcome, or why it did not run.
+pub type SpecRun = std::result::Result<Outcome, Failure>;
+
 /// The driver, embedded in the binary.
 pub const DRIVER_JS: &str = include_str!("driver.js");
 /// The version package.json pins.
