@@ -2,6 +2,9 @@
 //! generated 1M-triangle mesh, in process (device warm) and as whole CLI
 //! processes (`meshcheck validate --mode full` with every check, and
 //! `meshcheck render`), on whatever adapter wgpu picks (lavapipe without a GPU).
+//! Then a folder of 16 copies of FlightHelmet in full mode, one process:
+//! wall time and the peak resident memory of the process tree (meshcheck and
+//! its render worker), against the 600 MB bound (issue 18).
 //!
 //! ```sh
 //! cargo build --release --bin meshcheck
@@ -101,5 +104,63 @@ fn main() {
     }
     println!(
         "\nIn process: `Renderer::render` of the six standard views at 1024x1024 with 4x MSAA, the device already open: scene upload (buffers, texture decode and mips), drawing, read-back and compositing; PNG encoding excluded. Processes: spawn to exit, everything included (device start, shader compile, SPEC-001's Node validator for `validate`, PNG encoding and writing for `render`)."
+    );
+    folder_run(&bin, &models.join("FlightHelmet.zip"), &dir);
+}
+
+/// Resident bytes of `pid` (0 once it has gone).
+fn rss(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.split_whitespace().next()?.parse::<u64>().ok())
+        .map_or(0, |kb| kb * 1024)
+}
+
+/// `pid` and its descendants; children are listed per thread that spawned them.
+fn tree(pid: u32, out: &mut Vec<u32>) {
+    out.push(pid);
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else { return };
+    for task in tasks.flatten() {
+        let kids = std::fs::read_to_string(task.path().join("children")).unwrap_or_default();
+        for kid in kids.split_whitespace().filter_map(|k| k.parse().ok()) {
+            tree(kid, out);
+        }
+    }
+}
+
+/// 16 copies of `model` validated in full mode by one process (SPEC-001
+/// skipped: the Node validator is measured elsewhere): wall time and the
+/// peak of the process tree's summed RSS, polled every 20 ms.
+fn folder_run(bin: &Path, model: &Path, dir: &Path) {
+    let folder = dir.join("folder16");
+    std::fs::create_dir_all(&folder).expect("folder");
+    for i in 0..16 {
+        std::fs::copy(model, folder.join(format!("copy{i:02}.zip"))).expect("copy");
+    }
+    eprintln!("folder of 16 in full mode ...");
+    let start = Instant::now();
+    let mut child = Command::new(bin)
+        .args(["validate", "--mode", "full", "--skip", "SPEC-001", "--format", "json"])
+        .arg(&folder)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn meshcheck");
+    let mut peak = 0u64;
+    while child.try_wait().expect("wait").is_none() {
+        let mut pids = Vec::new();
+        tree(child.id(), &mut pids);
+        peak = peak.max(pids.iter().map(|&p| rss(p)).sum());
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let wall = start.elapsed().as_secs_f64();
+    let mb = peak as f64 / 1e6;
+    println!("\n| run | wall (s) | peak RSS, process tree (MB) | target < 600 MB |\n|---|--:|--:|---|");
+    println!(
+        "| `validate --mode full` over 16 copies of {} | {wall:.1} | {mb:.0} | {} |",
+        model.file_name().and_then(|n| n.to_str()).unwrap_or("?"),
+        if mb < 600.0 { "PASS" } else { "MISS" }
     );
 }

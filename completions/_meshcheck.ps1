@@ -34,7 +34,7 @@ Register-ArgumentCompleter -Native -CommandName 'meshcheck' -ScriptBlock {
             [CompletionResult]::new('accounts', 'accounts', [CompletionResultType]::ParameterValue, 'Create and list service accounts (in the server''s data folder)')
             [CompletionResult]::new('keys', 'keys', [CompletionResultType]::ParameterValue, 'Create and revoke API keys of service accounts')
             [CompletionResult]::new('generate', 'generate', [CompletionResultType]::ParameterValue, 'Regenerate completions, man pages, schemas and docs/checks.md (for maintainers)')
-            [CompletionResult]::new('render-worker', 'render-worker', [CompletionResultType]::ParameterValue, 'Draw stills for `meshcheck serve` over stdin and stdout (started by the server)')
+            [CompletionResult]::new('render-worker', 'render-worker', [CompletionResultType]::ParameterValue, 'Draw stills over stdin and stdout (started by `meshcheck serve`, and by `meshcheck validate --mode full` for more than one file)')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
             break
         }
@@ -232,7 +232,7 @@ Register-ArgumentCompleter -Native -CommandName 'meshcheck' -ScriptBlock {
             [CompletionResult]::new('accounts', 'accounts', [CompletionResultType]::ParameterValue, 'Create and list service accounts (in the server''s data folder)')
             [CompletionResult]::new('keys', 'keys', [CompletionResultType]::ParameterValue, 'Create and revoke API keys of service accounts')
             [CompletionResult]::new('generate', 'generate', [CompletionResultType]::ParameterValue, 'Regenerate completions, man pages, schemas and docs/checks.md (for maintainers)')
-            [CompletionResult]::new('render-worker', 'render-worker', [CompletionResultType]::ParameterValue, 'Draw stills for `meshcheck serve` over stdin and stdout (started by the server)')
+            [CompletionResult]::new('render-worker', 'render-worker', [CompletionResultType]::ParameterValue, 'Draw stills over stdin and stdout (started by `meshcheck serve`, and by `meshcheck validate --mode full` for more than one file)')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
             break
         }

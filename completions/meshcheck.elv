@@ -31,7 +31,7 @@ set edit:completion:arg-completer[meshcheck] = {|@words|
             cand accounts 'Create and list service accounts (in the server''s data folder)'
             cand keys 'Create and revoke API keys of service accounts'
             cand generate 'Regenerate completions, man pages, schemas and docs/checks.md (for maintainers)'
-            cand render-worker 'Draw stills for `meshcheck serve` over stdin and stdout (started by the server)'
+            cand render-worker 'Draw stills over stdin and stdout (started by `meshcheck serve`, and by `meshcheck validate --mode full` for more than one file)'
             cand help 'Print this message or the help of the given subcommand(s)'
         }
         &'meshcheck;validate'= {
@@ -206,7 +206,7 @@ set edit:completion:arg-completer[meshcheck] = {|@words|
             cand accounts 'Create and list service accounts (in the server''s data folder)'
             cand keys 'Create and revoke API keys of service accounts'
             cand generate 'Regenerate completions, man pages, schemas and docs/checks.md (for maintainers)'
-            cand render-worker 'Draw stills for `meshcheck serve` over stdin and stdout (started by the server)'
+            cand render-worker 'Draw stills over stdin and stdout (started by `meshcheck serve`, and by `meshcheck validate --mode full` for more than one file)'
             cand help 'Print this message or the help of the given subcommand(s)'
         }
         &'meshcheck;help;validate'= {

@@ -11,6 +11,7 @@ use crate::error::{Error, ErrorCode, Result};
 use crate::profile::Profile;
 use crate::report::{self, CheckResult, EngineInfo, Mode, ProfileInfo, Report, Severity, Stats, Status};
 use crate::validator::{self, Validator};
+#[cfg(feature = "vision")]
 use crate::vision;
 use serde_json::{Map, Value};
 use std::collections::BTreeSet;
@@ -71,8 +72,9 @@ pub struct Options {
     pub validator: Option<Arc<Validator>>,
     /// Full mode: text stamped on the stills (demo mode).
     pub watermark: Option<String>,
-    /// Full mode: where the stills are drawn (this process, or the
-    /// service's replaceable worker).
+    /// Full mode: where the stills are drawn (this process, or a
+    /// replaceable worker process).
+    #[cfg(feature = "render")]
     pub drawer: crate::render::Drawer,
 }
 
@@ -84,6 +86,7 @@ impl Default for Options {
             selection: Selection::default(),
             validator: None,
             watermark: None,
+            #[cfg(feature = "render")]
             drawer: Default::default(),
         }
     }
@@ -103,13 +106,22 @@ impl Options {
     }
 }
 
-pub use crate::render::RenderRun;
+pub use crate::checks::RenderRun;
+/// The standard views a full-mode run drew.
+#[cfg(feature = "render")]
+pub use crate::render::Rendered;
+/// Without the `render` feature nothing is ever drawn.
+#[cfg(not(feature = "render"))]
+pub type Rendered = std::convert::Infallible;
 pub use crate::validator::SpecRun;
 
 impl Options {
-    /// Whether this run draws the standard views: full mode with an RND check selected.
+    /// Whether this run draws the standard views: full mode with an RND
+    /// check selected, in a build with the renderer.
     pub fn renders(&self) -> bool {
-        self.mode == Mode::Full && CATALOG.iter().any(|c| c.id.starts_with("RND-") && self.selection.runs(c.id))
+        cfg!(feature = "render")
+            && self.mode == Mode::Full
+            && CATALOG.iter().any(|c| c.id.starts_with("RND-") && self.selection.runs(c.id))
     }
 }
 
@@ -127,7 +139,7 @@ pub fn validate(input: Input, opts: &Options) -> Result<Report> {
 /// the RND checks measured (the caller writes or stores them as
 /// `screenshots`). No graphics adapter is RENDER_FAILED (exit 4) before any
 /// work; an asset the device refuses fails RND-001 instead.
-pub fn validate_with_stills(input: Input, opts: &Options) -> Result<(Report, Option<crate::render::Rendered>)> {
+pub fn validate_with_stills(input: Input, opts: &Options) -> Result<(Report, Option<Rendered>)> {
     validate_gated(input, opts, &|| Ok(()))
 }
 
@@ -140,8 +152,9 @@ pub fn validate_gated(
     input: Input,
     opts: &Options,
     gate: &(dyn Fn() -> Result<()> + Sync),
-) -> Result<(Report, Option<crate::render::Rendered>)> {
+) -> Result<(Report, Option<Rendered>)> {
     let renders = opts.renders();
+    #[cfg(feature = "render")]
     if renders {
         opts.drawer.ready()?;
     }
@@ -151,10 +164,14 @@ pub fn validate_gated(
         let spec = validator.as_ref().map(|v| v.validate(&input.filename, &input.bytes, &asset::bundle::NoResources));
         return Err(with_validator_messages(e, spec.as_ref()));
     }
+    #[cfg(feature = "render")]
     let source = if renders { crate::render::Source::for_drawer(&opts.drawer, &input) } else { Default::default() };
     let opened = asset::open(input)?;
     // Decoded textures are for the local device; a worker decodes its own.
+    #[cfg(feature = "render")]
     let local = matches!(opts.drawer, crate::render::Drawer::Local);
+    #[cfg(not(feature = "render"))]
+    let local = false;
     let load_options = asset::LoadOptions { keep_images: renders && local };
     // The reference validator runs beside the loader, the renderer and the checks.
     let (loaded, spec) = std::thread::scope(|s| {
@@ -165,11 +182,14 @@ pub fn validate_gated(
         });
         let loaded = asset::load_opened_with(&opened, load_options).and_then(|a| {
             gate()?;
+            #[cfg(feature = "render")]
             let render = renders.then(|| {
                 let mut req = crate::render::Request::standard(crate::render::DEFAULT_SIZE);
                 req.watermark = opts.watermark.clone();
                 opts.drawer.render(&source, &a, &req).map(|(r, _)| r).map_err(|e| e.message)
             });
+            #[cfg(not(feature = "render"))]
+            let render: Option<RenderRun> = None;
             let checks = run_checks(&a, opts, None, render.as_ref());
             Ok((a, checks, render))
         });
@@ -186,7 +206,11 @@ pub fn validate_gated(
         checks[idx] = run_check(&CATALOG[idx], &asset, opts, spec.as_ref(), render.as_ref());
     }
     let report = assemble(&asset, opts, checks, validator.map(|v| v.info()));
-    Ok((report, render.and_then(|r| r.ok())))
+    #[cfg(feature = "render")]
+    let drawn = render.and_then(|r| r.ok());
+    #[cfg(not(feature = "render"))]
+    let drawn = render.map(|never| match never {});
+    Ok((report, drawn))
 }
 
 /// MALFORMED_GLTF (and UNSUPPORTED_FORMAT) carry the validator's errors and
@@ -277,6 +301,9 @@ fn run_check(
     let severity = opts.profile.severity_of(def.id, def.severity);
     if !opts.selection.runs(def.id) {
         return skipped(def, severity, "not selected");
+    }
+    if !cfg!(feature = "render") && opts.mode == Mode::Full && def.id.starts_with("RND-") {
+        return skipped(def, severity, "renderer not in this build");
     }
     let geometry = reads_geometry(def.id);
     if geometry && asset.scene.primitives.is_empty() && !asset.scene.unread.is_empty() {
@@ -380,6 +407,7 @@ pub fn now_rfc3339() -> String {
     now.format(&time::format_description::well_known::Rfc3339).unwrap_or_default()
 }
 
+#[cfg(feature = "render")]
 /// A render request: the stills and, optionally, a turntable.
 #[derive(Debug, Clone)]
 pub struct RenderJob {
@@ -389,6 +417,7 @@ pub struct RenderJob {
     pub turntable: Option<report::TurntableSpec>,
 }
 
+#[cfg(feature = "render")]
 impl RenderJob {
     /// Checks the request against the limits: 1 to 12 angles within range,
     /// sizes 128 to 1024, turntable format `gif` with 8 to 120 frames. Every
@@ -438,6 +467,7 @@ impl RenderJob {
     }
 }
 
+#[cfg(feature = "render")]
 /// What a render produced: the report (screenshot `path`/`url` unset; the
 /// caller writes or stores the files and fills them in), the stills and the GIF.
 pub struct RenderOutput {
@@ -449,11 +479,13 @@ pub struct RenderOutput {
     pub gif: Option<Vec<u8>>,
 }
 
+#[cfg(feature = "render")]
 /// Renders one input: the engine behind `meshcheck render` and POST /v1/render.
 pub fn render(input: Input, job: &RenderJob) -> Result<RenderOutput> {
     render_gated(input, job, &crate::render::Drawer::Local, &|| Ok(()))
 }
 
+#[cfg(feature = "render")]
 /// [`render`] with a gate called once the request is checked and the input
 /// has loaded, before the renderer starts (the service charges there, so a
 /// renderer failure after it is refunded as RENDER_FAILED).
@@ -514,12 +546,14 @@ pub fn render_gated(
 // Stills for the vision model: the engine draws them (or reads them from a
 // folder) and hands them to `vision` as PNG data.
 
+#[cfg(all(feature = "render", feature = "vision"))]
 /// Renders the six standard views at the vision model's still size for the
 /// model (`meshcheck inspect FILE`).
 pub fn vision_stills(asset: &crate::asset::Asset) -> Result<Vec<vision::Still>> {
     vision_stills_with(&crate::render::Drawer::Local, &Default::default(), asset)
 }
 
+#[cfg(all(feature = "render", feature = "vision"))]
 /// [`vision_stills`] drawn by `drawer` (a worker draws `source`).
 pub fn vision_stills_with(
     drawer: &crate::render::Drawer,
@@ -544,6 +578,7 @@ pub fn vision_stills_with(
         .collect())
 }
 
+#[cfg(all(feature = "render", feature = "vision"))]
 /// Reads stills written by `meshcheck render` (the standard views' PNGs in
 /// `dir`), reduced to [`vision::STILL_SIZE`] when larger.
 pub fn vision_stills_from_dir(dir: &std::path::Path) -> Result<Vec<vision::Still>> {

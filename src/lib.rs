@@ -10,6 +10,11 @@
 //! - [`geom`] holds pure geometry on plain arrays.
 //! - [`report`] and [`profile`] define the report card and the budgets.
 //! - [`server`] is `meshcheck serve`, the /v1 HTTP API; [`store`] its storage.
+//!
+//! Features: `render` (wgpu), `vision` (HTTP to a vision model) and `serve`
+//! (axum, tokio, SQLite; needs both others) are on by default;
+//! `--no-default-features` builds the validate-only CLI. docs/architecture.md
+//! describes the parts and which may use which.
 
 pub mod asset;
 pub mod checks;
@@ -18,11 +23,15 @@ pub mod engine;
 pub mod error;
 pub mod geom;
 pub mod profile;
+#[cfg(feature = "render")]
 pub mod render;
 pub mod report;
+#[cfg(feature = "serve")]
 pub mod server;
+#[cfg(feature = "serve")]
 pub mod store;
 #[doc(hidden)]
 pub mod testkit;
 pub mod validator;
+#[cfg(feature = "vision")]
 pub mod vision;

@@ -82,6 +82,7 @@ fn usage_errors_exit_2_and_list_valid_values() {
 }
 
 #[test]
+#[cfg(feature = "render")]
 fn full_mode_runs_the_rnd_checks() {
     let out = run(&["validate", &path("khronos-sample-models/Box.glb"), "--mode", "full", "--format", "json"]);
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
@@ -229,4 +230,32 @@ fn custom_profile_file_and_weld_tolerance() {
     assert_eq!(v["profile"]["name"], "studio");
     assert_eq!(v["profile"]["thresholds"]["weld_tolerance"], 0.001);
     assert_eq!(v["profile"]["thresholds"]["max_verts"], 250_000);
+}
+
+/// The validate-only build (`--no-default-features`): full mode still
+/// reports, with the RND checks skipped for want of a renderer, and the help
+/// lists only the commands this build has.
+#[test]
+#[cfg(not(feature = "render"))]
+fn without_the_renderer_full_mode_skips_the_rnd_checks_and_help_lists_what_exists() {
+    let box_glb = path("khronos-sample-models/Box.glb");
+    let out = run(&["validate", "--mode", "full", "--skip", "SPEC-001", "--format", "json", &box_glb]);
+    let report = json(&out);
+    let rnd: Vec<&serde_json::Value> =
+        report["checks"].as_array().unwrap().iter().filter(|c| c["id"].as_str().unwrap().starts_with("RND-")).collect();
+    assert_eq!(rnd.len(), 3);
+    for c in rnd {
+        assert_eq!(c["status"], "skipped");
+        assert_eq!(c["measured"]["reason"], "renderer not in this build");
+    }
+    let help = String::from_utf8(run(&["--help"]).stdout).unwrap();
+    for present in ["validate", "checks", "profiles"] {
+        assert!(help.contains(present), "{help}");
+    }
+    for absent in ["render", "inspect", "serve", "accounts", "keys"] {
+        assert!(!help.lines().any(|l| l.trim_start().starts_with(absent)), "`{absent}` listed:\n{help}");
+    }
+    let shots = run(&["validate", "--mode", "full", "--screenshots", &box_glb]);
+    assert_eq!(shots.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&shots.stderr).contains("not in this build"));
 }

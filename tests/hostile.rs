@@ -842,6 +842,7 @@ fn cli_decode_bomb_under_a_memory_cap_reports_the_error() {
 /// full mode, in bounded time: non-finite positions, out-of-range indices,
 /// images that lie about their size or are not images, a deep node chain.
 #[test]
+#[cfg(feature = "render")]
 fn hostile_inputs_in_full_mode_report() {
     use meshcheck::engine::{Options, Selection, validate};
     use meshcheck::report::Mode;
@@ -940,20 +941,23 @@ fn a_scene_too_big_to_weld_skips_the_geometry_checks_with_the_reason() {
     let r = accepted("cube.glb", Doc::single(cube(1.0)).to_glb());
     assert_eq!(check(&r, "GEO-002").status, Status::Pass);
 
-    // In full mode the renderer refuses 16 million vertices (1.1 GB of
-    // vertex buffers) by its own budget: RND-001 fails and says so.
-    use meshcheck::engine::{Options, Selection, validate};
-    let opts = Options {
-        mode: meshcheck::report::Mode::Full,
-        selection: Selection::parse(&["RND-001".into()], &[]).unwrap(),
-        ..Options::default()
-    };
-    let name = "viewless-positions-16M.gltf";
-    let input = meshcheck::asset::Input::from_bytes(name, regression("gltf_json", name));
-    let r = validate(input, &opts).unwrap();
-    let rnd = check(&r, "RND-001");
-    assert_eq!(rnd.status, Status::Fail);
-    assert!(rnd.message.contains("renderer's budget"), "{}", rnd.message);
+    #[cfg(feature = "render")]
+    {
+        // In full mode the renderer refuses 16 million vertices (1.1 GB of
+        // vertex buffers) by its own budget: RND-001 fails and says so.
+        use meshcheck::engine::{Options, Selection, validate};
+        let opts = Options {
+            mode: meshcheck::report::Mode::Full,
+            selection: Selection::parse(&["RND-001".into()], &[]).unwrap(),
+            ..Options::default()
+        };
+        let name = "viewless-positions-16M.gltf";
+        let input = meshcheck::asset::Input::from_bytes(name, regression("gltf_json", name));
+        let r = validate(input, &opts).unwrap();
+        let rnd = check(&r, "RND-001");
+        assert_eq!(rnd.status, Status::Fail);
+        assert!(rnd.message.contains("renderer's budget"), "{}", rnd.message);
+    }
 }
 
 #[test]

@@ -54,6 +54,12 @@ impl Unresolved {
 pub trait Resolver: Send + Sync {
     /// The bytes of `path`, a percent-decoded, normalised relative path.
     fn fetch(&self, path: &str) -> std::result::Result<Vec<u8>, Unresolved>;
+
+    /// The folder resources are read from, when they are files on disk (a
+    /// render worker given the same folder resolves them the same way).
+    fn base_dir(&self) -> Option<&std::path::Path> {
+        None
+    }
 }
 
 /// No external resources at all.
@@ -78,6 +84,10 @@ impl DirResolver {
 }
 
 impl Resolver for DirResolver {
+    fn base_dir(&self) -> Option<&std::path::Path> {
+        Some(&self.base)
+    }
+
     fn fetch(&self, path: &str) -> std::result::Result<Vec<u8>, Unresolved> {
         let full = self.base.join(path);
         let meta = std::fs::metadata(&full).map_err(|e| match e.kind() {

@@ -34,8 +34,16 @@ pub struct Ctx<'a> {
     pub spec: Option<&'a crate::validator::SpecRun>,
     /// The standard views, in full mode: the stills, or why the renderer
     /// could not draw this asset.
-    pub render: Option<&'a crate::render::RenderRun>,
+    pub render: Option<&'a RenderRun>,
 }
+
+/// What the renderer gave the RND checks (full mode): the stills, or why
+/// this asset could not be drawn.
+#[cfg(feature = "render")]
+pub type RenderRun = crate::render::RenderRun;
+/// Without the `render` feature there is never a render to hand over.
+#[cfg(not(feature = "render"))]
+pub type RenderRun = std::convert::Infallible;
 
 /// How a measurement compares with its threshold.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,15 +1,21 @@
 //! RND: what the studio renderer shows of the asset (full mode only): the
 //! six standard views draw without error (RND-001), every view shows
 //! something (RND-002), and the model fills a fair share of the frame
-//! (RND-003). In checks_only mode they report `skipped`.
+//! (RND-003). In checks_only mode they report `skipped`; in a build without
+//! the `render` feature the engine skips them before they run.
 
-use super::{CheckOutput, Ctx, Obj, Outcome, measured, short};
+use super::{CheckOutput, Ctx};
+#[cfg(feature = "render")]
+use super::{Obj, Outcome, measured, short};
+#[cfg(feature = "render")]
 use crate::render::Rendered;
+#[cfg(feature = "render")]
 use serde_json::{Value, json};
 
 const NOT_RENDERED: &str = "mode is checks_only (the renderer runs in full mode)";
 
 /// The stills, or why the check is skipped.
+#[cfg(feature = "render")]
 fn stills<'a>(cx: &Ctx<'a>) -> Result<&'a Rendered, String> {
     match cx.render {
         None => Err(NOT_RENDERED.into()),
@@ -18,17 +24,20 @@ fn stills<'a>(cx: &Ctx<'a>) -> Result<&'a Rendered, String> {
     }
 }
 
+#[cfg(feature = "render")]
 fn view_name(still: &crate::render::Still, i: usize) -> String {
     still.angle.file_stem(i)
 }
 
 /// Visible share per view, rounded to 2 decimals (pixel counts are exact;
 /// the rounding keeps the JSON short).
+#[cfg(feature = "render")]
 fn pct2(x: f64) -> f64 {
     (x * 100.0).round() / 100.0
 }
 
 /// RND-001.
+#[cfg(feature = "render")]
 pub fn renders(cx: &Ctx<'_>) -> CheckOutput {
     let Some(run) = cx.render else { return CheckOutput::Skipped(NOT_RENDERED.into()) };
     let views = crate::render::STANDARD_ANGLES.len() as u64;
@@ -54,6 +63,7 @@ pub fn renders(cx: &Ctx<'_>) -> CheckOutput {
 }
 
 /// RND-002.
+#[cfg(feature = "render")]
 pub fn visible_pixels(cx: &Ctx<'_>) -> CheckOutput {
     let r = match stills(cx) {
         Ok(r) => r,
@@ -86,6 +96,7 @@ pub fn visible_pixels(cx: &Ctx<'_>) -> CheckOutput {
 }
 
 /// RND-003.
+#[cfg(feature = "render")]
 pub fn coverage(cx: &Ctx<'_>) -> CheckOutput {
     let r = match stills(cx) {
         Ok(r) => r,
@@ -102,4 +113,29 @@ pub fn coverage(cx: &Ctx<'_>) -> CheckOutput {
         outcome,
         format!("the model covers {}% of the frame on average, {verdict} {}%", short(mean), short(min)),
     )
+}
+
+/// Without the renderer in the build there are never stills: each RND check
+/// is skipped as in checks_only mode (the engine gives full mode its own reason).
+#[cfg(not(feature = "render"))]
+fn not_drawn(_cx: &Ctx<'_>) -> CheckOutput {
+    CheckOutput::Skipped(NOT_RENDERED.into())
+}
+
+/// RND-001 without the renderer in the build.
+#[cfg(not(feature = "render"))]
+pub fn renders(cx: &Ctx<'_>) -> CheckOutput {
+    not_drawn(cx)
+}
+
+/// RND-002 without the renderer in the build.
+#[cfg(not(feature = "render"))]
+pub fn visible_pixels(cx: &Ctx<'_>) -> CheckOutput {
+    not_drawn(cx)
+}
+
+/// RND-003 without the renderer in the build.
+#[cfg(not(feature = "render"))]
+pub fn coverage(cx: &Ctx<'_>) -> CheckOutput {
+    not_drawn(cx)
 }

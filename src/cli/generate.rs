@@ -44,10 +44,12 @@ pub fn files() -> Vec<(PathBuf, Vec<u8>)> {
     out.push((PathBuf::from("schemas/report.json"), schema(schemars::schema_for!(crate::report::Report))));
     out.push((PathBuf::from("schemas/check_result.json"), schema(schemars::schema_for!(crate::report::CheckResult))));
     out.push((PathBuf::from("schemas/render_report.json"), schema(schemars::schema_for!(crate::report::RenderReport))));
+    #[cfg(feature = "vision")]
     out.push((
         PathBuf::from("schemas/inspect_answer.json"),
         schema(schemars::schema_for!(crate::vision::InspectAnswer)),
     ));
+    #[cfg(feature = "vision")]
     for (name, v) in [
         ("vis-001.json", crate::vision::schema_file::<crate::vision::answers::Vis001>()),
         ("vis-002.json", crate::vision::schema_file::<crate::vision::answers::Vis002>()),

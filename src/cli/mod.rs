@@ -6,9 +6,12 @@
 
 pub mod catalog_cmd;
 pub mod generate;
+#[cfg(all(feature = "render", feature = "vision"))]
 pub mod inspect_cmd;
 pub mod output;
+#[cfg(feature = "render")]
 pub mod render_cmd;
+#[cfg(feature = "serve")]
 pub mod serve_cmd;
 pub mod validate;
 
@@ -38,20 +41,27 @@ pub enum Command {
     /// Show the built-in budget profiles side by side.
     Profiles(ProfilesArgs),
     /// Render stills (and a turntable GIF) of one asset under the studio rig.
+    #[cfg(feature = "render")]
     Render(RenderArgs),
     /// Ask a vision model about the renders (VIS-001, VIS-002, VIS-003).
+    #[cfg(all(feature = "render", feature = "vision"))]
     Inspect(InspectArgs),
     /// Run the /v1 HTTP API (accounts, credits, uploads, jobs, webhooks).
+    #[cfg(feature = "serve")]
     Serve(serve_cmd::ServeArgs),
     /// Create and list service accounts (in the server's data folder).
+    #[cfg(feature = "serve")]
     Accounts(serve_cmd::AccountsArgs),
     /// Create and revoke API keys of service accounts.
+    #[cfg(feature = "serve")]
     Keys(serve_cmd::KeysArgs),
     /// Regenerate completions, man pages, schemas and docs/checks.md (for maintainers).
     #[command(hide = true)]
     Generate(GenerateArgs),
-    /// Draw stills for `meshcheck serve` over stdin and stdout (started by the server).
+    /// Draw stills over stdin and stdout (started by `meshcheck serve`, and by
+    /// `meshcheck validate --mode full` for more than one file).
     #[command(hide = true)]
+    #[cfg(feature = "render")]
     RenderWorker,
 }
 
@@ -150,6 +160,7 @@ pub struct ValidateArgs {
 }
 
 /// Arguments of `meshcheck inspect`.
+#[cfg(all(feature = "render", feature = "vision"))]
 #[derive(Debug, Args)]
 pub struct InspectArgs {
     /// The asset (.glb, .gltf, .zip); not needed with --render-dir.
@@ -178,6 +189,7 @@ pub struct InspectArgs {
 }
 
 /// Lighting rigs.
+#[cfg(feature = "render")]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Lighting {
     /// Three-point studio lighting with a neutral ambient term.
@@ -185,6 +197,7 @@ pub enum Lighting {
 }
 
 /// Arguments of `meshcheck render`.
+#[cfg(feature = "render")]
 #[derive(Debug, Args)]
 pub struct RenderArgs {
     /// The asset (.glb, .gltf, .zip); `-` reads standard input.
@@ -336,11 +349,17 @@ pub fn main() -> i32 {
         Command::Validate(args) => validate::run(args),
         Command::Checks(args) => catalog_cmd::checks(args),
         Command::Profiles(args) => catalog_cmd::profiles(args),
+        #[cfg(feature = "render")]
         Command::Render(args) => render_cmd::run(args),
+        #[cfg(all(feature = "render", feature = "vision"))]
         Command::Inspect(args) => inspect_cmd::run(args),
+        #[cfg(feature = "serve")]
         Command::Serve(args) => serve_cmd::serve(args),
+        #[cfg(feature = "render")]
         Command::RenderWorker => Ok(crate::render::worker::serve_stdio()),
+        #[cfg(feature = "serve")]
         Command::Accounts(args) => serve_cmd::accounts(args),
+        #[cfg(feature = "serve")]
         Command::Keys(args) => serve_cmd::keys(args),
         Command::Generate(args) => generate::write_all(&args.dir).map(|_| 0),
     };

@@ -99,18 +99,15 @@ pub fn options(args: &ValidateArgs) -> Result<Options> {
             "--screenshots and --watermark need --mode full (the renderer draws the stills)",
         ));
     }
-    let mut opts = Options {
-        profile,
-        mode,
-        selection,
-        validator: None,
-        watermark: args.watermark.clone(),
-        drawer: Default::default(),
-    };
-    if opts.renders() {
-        // Once per run, before any file: no adapter is an environment error (exit 4).
-        crate::render::Renderer::shared()?;
+    if !cfg!(feature = "render") && (args.screenshots || args.watermark.is_some()) {
+        return Err(Error::bad_request(
+            "--screenshots and --watermark need the renderer, which is not in this build (the `render` feature)",
+        ));
     }
+    // The drawer (a field only in builds with the renderer) starts local.
+    #[allow(clippy::needless_update)]
+    let mut opts =
+        Options { profile, mode, selection, validator: None, watermark: args.watermark.clone(), ..Options::default() };
     if opts.selection.runs("SPEC-001") {
         // One pool per run, started before any file is read so that a missing
         // Node or package is reported once, with the command that fixes it.
@@ -152,7 +149,13 @@ pub fn validate_job(job: &Job, opts: &Options, shots_dir: Option<&Path>) -> Outc
     Outcome { job: job.clone(), result }
 }
 
-fn write_stills(base: &Path, job: &Job, rendered: &crate::render::Rendered) -> Result<Vec<crate::report::Screenshot>> {
+#[cfg(not(feature = "render"))]
+fn write_stills(_: &Path, _: &Job, rendered: &engine::Rendered) -> Result<Vec<crate::report::Screenshot>> {
+    match *rendered {}
+}
+
+#[cfg(feature = "render")]
+fn write_stills(base: &Path, job: &Job, rendered: &engine::Rendered) -> Result<Vec<crate::report::Screenshot>> {
     let stem = job.out_name.file_stem().and_then(|s| s.to_str()).unwrap_or("stdin");
     let dir = base.join(job.out_name.parent().unwrap_or(Path::new(""))).join(format!("{stem}-screenshots"));
     std::fs::create_dir_all(&dir)
@@ -169,6 +172,31 @@ fn write_stills(base: &Path, job: &Job, rendered: &crate::render::Rendered) -> R
     Ok(out)
 }
 
+/// When a full-mode run renders more than one file, the stills are drawn in
+/// a worker process (`meshcheck render-worker`, as `meshcheck serve` draws
+/// them) replaced after [`CLI_WORKER_RENDERS`] files or once it holds
+/// [`CLI_WORKER_RSS`]: Mesa's lavapipe keeps memory for every render pass and
+/// never gives it back, so one process drawing a whole folder grows with it
+/// (16 copies of FlightHelmet: 1.2 GB in process; docs/architecture.md).
+#[cfg(feature = "render")]
+fn worker_drawer() -> Result<crate::render::Drawer> {
+    let exe = std::env::current_exe()
+        .map_err(|e| Error::internal(format!("cannot find the meshcheck executable for the render worker: {e}")))?;
+    let limits = crate::render::worker::Limits {
+        renders: CLI_WORKER_RENDERS,
+        rss_bytes: CLI_WORKER_RSS,
+        ..crate::render::worker::Limits::default()
+    };
+    Ok(crate::render::Drawer::Worker(std::sync::Arc::new(crate::render::worker::Pool::new(exe, limits))))
+}
+
+/// Files a CLI render worker draws before it is replaced.
+#[cfg(feature = "render")]
+pub const CLI_WORKER_RENDERS: u32 = 8;
+/// Resident memory after which a CLI render worker is replaced.
+#[cfg(feature = "render")]
+pub const CLI_WORKER_RSS: u64 = 320 << 20;
+
 /// The exit code for one outcome.
 pub fn exit_code(outcome: &Outcome, fail_on: FailOn) -> i32 {
     match &outcome.result {
@@ -182,8 +210,18 @@ pub fn exit_code(outcome: &Outcome, fail_on: FailOn) -> i32 {
 
 /// Runs `meshcheck validate`.
 pub fn run(args: ValidateArgs) -> Result<i32> {
-    let opts = options(&args)?;
+    #[allow(unused_mut)]
+    let mut opts = options(&args)?;
     let (jobs, folder) = collect(&args.paths)?;
+    #[cfg(feature = "render")]
+    if opts.renders() {
+        if jobs.len() > 1 {
+            opts.drawer = worker_drawer()?;
+        }
+        // Once per run, before any file: no adapter (here or in the worker)
+        // is an environment error (exit 4).
+        opts.drawer.ready()?;
+    }
     if jobs.is_empty() {
         return Err(Error::bad_request("no .glb, .gltf or .zip files were found under the given paths"));
     }

@@ -109,13 +109,17 @@ impl Drawer {
     }
 }
 
-/// An input as a worker receives it: a lone file's name and bytes.
+/// An input as a worker receives it: the main file's name and bytes, and
+/// the folder its external resources are read from when they are files on
+/// disk (the CLI's inputs; the service's inputs carry everything inline).
 #[derive(Debug, Clone, Default)]
 pub struct Source {
     /// The file name.
     pub filename: String,
     /// The bytes (empty when drawing locally: the asset is already loaded).
     pub bytes: Vec<u8>,
+    /// The folder beside a .gltf on disk, if its resources are files.
+    pub dir: Option<PathBuf>,
 }
 
 impl Source {
@@ -124,7 +128,11 @@ impl Source {
     pub fn for_drawer(drawer: &Drawer, input: &Input) -> Source {
         match drawer {
             Drawer::Local => Source::default(),
-            Drawer::Worker(_) => Source { filename: input.filename.clone(), bytes: input.bytes.clone() },
+            Drawer::Worker(_) => Source {
+                filename: input.filename.clone(),
+                bytes: input.bytes.clone(),
+                dir: input.resolver.base_dir().map(PathBuf::from),
+            },
         }
     }
 }
@@ -229,6 +237,7 @@ impl Pool {
         let header = json!({
             "op": "render",
             "filename": source.filename,
+            "dir": source.dir,
             "angles": req.angles,
             "size": req.size,
             "background": req.background.to_string(),
@@ -242,6 +251,7 @@ impl Pool {
         let header = json!({
             "op": "turntable",
             "filename": source.filename,
+            "dir": source.dir,
             "frames": frames,
             "size": size,
             "background": background.to_string(),
@@ -406,7 +416,16 @@ fn handle(header: &Value, payload: Vec<u8>) -> Result<(Value, Vec<Vec<u8>>)> {
     }
     let text = |k: &str| header.get(k).and_then(Value::as_str).unwrap_or("").to_string();
     let background = Background::parse(&text("background")).map_err(Error::bad_request)?;
-    let opened = asset::open(Input::from_bytes(text("filename"), payload))?;
+    let input = match header.get("dir").and_then(Value::as_str) {
+        // The folder a CLI input's resources lie in, as the caller resolves them.
+        Some(dir) => Input {
+            filename: text("filename"),
+            bytes: payload,
+            resolver: Box::new(asset::bundle::DirResolver::new(dir)),
+        },
+        None => Input::from_bytes(text("filename"), payload),
+    };
+    let opened = asset::open(input)?;
     let asset = asset::load_opened_with(&opened, LoadOptions { keep_images: true })?;
     drop(opened);
     let renderer = Renderer::shared()?;
