@@ -10,6 +10,7 @@ pub mod data;
 pub mod draco;
 pub mod glb;
 pub mod json;
+pub mod material;
 pub mod scene;
 pub mod texture;
 

@@ -1,8 +1,8 @@
 //! MAT: texture resolution, GPU texture memory and material count.
 
-use super::uv::texture_slots;
 use super::{CheckOutput, Ctx, MAX_LOCATIONS, Obj, bytes_h, count, measured, over};
 use crate::asset::ImageRecord;
+use crate::asset::material::{texture_image, texture_slots};
 use crate::asset::texture::ImageHeader;
 use serde_json::{Value, json};
 use std::collections::BTreeSet;
@@ -11,19 +11,6 @@ use std::collections::BTreeSet;
 fn used_materials(cx: &Ctx<'_>) -> BTreeSet<Option<usize>> {
     let scene = &cx.asset.scene;
     scene.instances.iter().map(|i| scene.primitives[i.primitive].material).collect()
-}
-
-/// The image a texture loads: a KTX2 or WebP source when its extension gives
-/// one (that is what a capable viewer loads), else `source`.
-pub fn texture_image(texture: &gltf::json::Texture) -> Option<usize> {
-    let ext = texture.extensions.as_ref().map(|e| &e.others);
-    for name in ["KHR_texture_basisu", "EXT_texture_webp", "EXT_texture_avif"] {
-        if let Some(s) = ext.and_then(|m| m.get(name)).and_then(|e| e.get("source")).and_then(Value::as_u64) {
-            return Some(s as usize);
-        }
-    }
-    let s = texture.source.value();
-    (s != u32::MAX as usize).then_some(s)
 }
 
 /// Images used by drawn materials, each once, in index order.

@@ -2,46 +2,13 @@
 //! and the quality of the layouts: overlap (UV-002), texel stretch (UV-004)
 //! and island padding (UV-005), measured by `geom::uv` per texture space.
 
-use super::mat::texture_image;
 use super::{CheckOutput, Ctx, MAX_LOCATIONS, Obj, Outcome, count, measured, over, short, thousands};
+use crate::asset::material::{texture_image, texture_slots};
 use crate::asset::scene::{Instance, Primitive};
 use crate::geom::mat4;
 use crate::geom::uv as guv;
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, BTreeSet};
-
-/// Every texture slot a material samples: (texture index, texCoord set).
-/// Walks the material's JSON so that extension slots (clearcoat, sheen,
-/// specular, ...) count as well as the core five; KHR_texture_transform's
-/// `texCoord` overrides the slot's.
-pub fn texture_slots(material: &gltf::json::Material) -> Vec<(usize, u32)> {
-    let mut out = Vec::new();
-    if let Ok(v) = serde_json::to_value(material) {
-        walk(&v, &mut out, 0);
-    }
-    out
-}
-
-fn walk(v: &Value, out: &mut Vec<(usize, u32)>, depth: usize) {
-    let Value::Object(map) = v else { return };
-    if depth > 8 {
-        return;
-    }
-    for (k, child) in map {
-        if (k.ends_with("Texture") || k.ends_with("texture"))
-            && let Some(index) = child.get("index").and_then(Value::as_u64)
-        {
-            let base = child.get("texCoord").and_then(Value::as_u64).unwrap_or(0);
-            let set =
-                child.pointer("/extensions/KHR_texture_transform/texCoord").and_then(Value::as_u64).unwrap_or(base);
-            out.push((index as usize, set as u32));
-            continue;
-        }
-        if k != "extras" {
-            walk(child, out, depth + 1);
-        }
-    }
-}
 
 /// UV-001.
 pub fn missing_uvs(cx: &Ctx<'_>) -> CheckOutput {

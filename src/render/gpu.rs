@@ -556,8 +556,8 @@ impl Textures {
         // Which images are needed, and in which colour space.
         let mut wanted: Vec<(usize, bool)> = Vec::new();
         for m in &asset.root.materials {
-            for (tex, srgb) in material_textures(m) {
-                if let Some(img) = texture_image(asset, tex)
+            for (tex, srgb) in crate::asset::material::drawn_slots(m) {
+                if let Some(img) = crate::asset::material::decodable_image(&asset.root, tex)
                     && !wanted.contains(&(img, srgb))
                 {
                     wanted.push((img, srgb));
@@ -603,42 +603,6 @@ impl Textures {
             flat_normal: one([128, 128, 255, 255]),
         }
     }
-}
-
-/// The (texture, sRGB) pairs a material samples.
-fn material_textures(m: &gltf::json::Material) -> Vec<(usize, bool)> {
-    let pbr = &m.pbr_metallic_roughness;
-    let mut out = Vec::new();
-    if let Some(t) = &pbr.base_color_texture {
-        out.push((t.index.value(), true));
-    }
-    if let Some(t) = &pbr.metallic_roughness_texture {
-        out.push((t.index.value(), false));
-    }
-    if let Some(t) = &m.normal_texture {
-        out.push((t.index.value(), false));
-    }
-    if let Some(t) = &m.occlusion_texture {
-        out.push((t.index.value(), false));
-    }
-    if let Some(t) = &m.emissive_texture {
-        out.push((t.index.value(), true));
-    }
-    out
-}
-
-/// The image a texture draws: EXT_texture_webp's source when present, else
-/// `source` (a KHR_texture_basisu-only texture has none we can decode).
-fn texture_image(asset: &Asset, texture: usize) -> Option<usize> {
-    let t = asset.root.textures.get(texture)?;
-    let webp = t
-        .extensions
-        .as_ref()
-        .and_then(|e| e.others.get("EXT_texture_webp"))
-        .and_then(|w| w.get("source"))
-        .and_then(|s| s.as_u64())
-        .map(|s| s as usize);
-    webp.or(Some(t.source.value())).filter(|&i| i < asset.root.images.len())
 }
 
 fn decode_image(asset: &Asset, img: usize, max_dim: u32) -> std::result::Result<image::RgbaImage, String> {
@@ -865,7 +829,7 @@ fn material(r: &Renderer, asset: &Asset, m: Option<&gltf::json::Material>, textu
     for (k, s) in slots.iter().enumerate() {
         let fallback = if k == 2 { &textures.flat_normal } else { &textures.white };
         let found = s.texture.and_then(|t| {
-            let img = texture_image(asset, t)?;
+            let img = crate::asset::material::decodable_image(&asset.root, t)?;
             let view = textures.views.get(&(img, srgb_of[k]))?;
             let sampler = asset.root.textures[t]
                 .sampler
