@@ -1,13 +1,42 @@
 //! `meshcheck checks` and `meshcheck profiles`: the catalog and the budgets
 //! on the terminal (or as JSON).
 
-use super::{ChecksArgs, ListFormat, ProfilesArgs, output::emit};
+use super::output::emit;
 use crate::checks::catalog::CATALOG;
 use crate::error::Result;
 use crate::profile::{BUILTIN_NAMES, PARAMS, Profile};
+use clap::{Args, ValueEnum};
 use comfy_table::{ContentArrangement, Table, presets::UTF8_FULL_CONDENSED};
 use serde_json::{Map, Value, json};
 use std::io::IsTerminal;
+
+/// Output formats of `checks` and `profiles`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ListFormat {
+    /// A table.
+    Table,
+    /// JSON.
+    Json,
+}
+
+/// Arguments of `meshcheck checks`.
+#[derive(Debug, Args)]
+pub struct ChecksArgs {
+    /// Show thresholds under this profile (a name or a .toml path).
+    #[arg(long, default_value = "web", value_name = "NAME|FILE.toml")]
+    pub profile: String,
+    /// Output format [default: table on a terminal, json otherwise].
+    #[arg(long, value_enum)]
+    pub format: Option<ListFormat>,
+}
+
+/// Arguments of `meshcheck profiles`.
+#[derive(Debug, Args)]
+pub struct ProfilesArgs {
+    /// Output format [default: table on a terminal, json otherwise].
+    #[arg(long, value_enum)]
+    pub format: Option<ListFormat>,
+}
 
 fn format_of(f: Option<ListFormat>) -> ListFormat {
     f.unwrap_or(if std::io::stdout().is_terminal() { ListFormat::Table } else { ListFormat::Json })

@@ -2,7 +2,7 @@
 //! docs/checks.md. They are committed; a test regenerates them in memory and
 //! fails when a committed copy differs (`meshcheck generate` rewrites them).
 
-use super::Cli;
+use super::args::Cli;
 use crate::checks::catalog::{CATALOG, FAMILIES};
 use crate::error::{Error, ErrorCode, Result};
 use crate::profile::{BUILTIN_NAMES, PARAMS, Profile};

@@ -3,10 +3,40 @@
 //! question) and print the inspect answer envelope. Non-deterministic by
 //! nature; never part of a validate report.
 
-use super::InspectArgs;
+use super::values::positive_seconds;
 use crate::asset::{self, Input, LoadOptions};
 use crate::error::{Error, ErrorCode, Result};
 use crate::vision::{self, Check, Config};
+use clap::Args;
+use std::path::PathBuf;
+
+/// Arguments of `meshcheck inspect`.
+#[derive(Debug, Args)]
+pub struct InspectArgs {
+    /// The asset (.glb, .gltf, .zip); not needed with --render-dir.
+    #[arg(value_name = "FILE", required_unless_present = "render_dir")]
+    pub file: Option<PathBuf>,
+    /// VIS-001 (prompt match; needs --prompt), VIS-002 (texture artifacts) or
+    /// VIS-003 (freeform; needs --question).
+    #[arg(long, value_name = "ID")]
+    pub check: String,
+    /// What the asset should be (VIS-001), e.g. "a red office chair".
+    #[arg(long, value_name = "TEXT")]
+    pub prompt: Option<String>,
+    /// The question (VIS-003).
+    #[arg(long, value_name = "TEXT")]
+    pub question: Option<String>,
+    /// Reuse the stills `meshcheck render` wrote into DIR instead of rendering.
+    #[arg(long, value_name = "DIR")]
+    pub render_dir: Option<PathBuf>,
+    /// Seconds to wait for the model [default: MESHCHECK_VISION_TIMEOUT or 60].
+    #[arg(long, value_name = "SECONDS", value_parser = positive_seconds)]
+    pub timeout: Option<f64>,
+    /// Do not ask for `response_format: json_schema` (providers without
+    /// structured output); the reply is checked against the schema anyway.
+    #[arg(long)]
+    pub no_response_format: bool,
+}
 
 /// Runs `meshcheck inspect`.
 pub fn run(args: InspectArgs) -> Result<i32> {

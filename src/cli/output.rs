@@ -1,12 +1,22 @@
 //! Presentation of reports: JSON (exactly the service's), JUnit XML and the
 //! terminal table. Reports are data; nothing here changes them.
 
-use super::validate::Job;
 use crate::error::Result;
 use crate::report::{Report, Status, Verdict};
 use comfy_table::{Cell, Color, ContentArrangement, Table, presets::UTF8_FULL_CONDENSED};
 use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
+
+/// One thing to validate: a display path, where it is, and the output-dir name.
+#[derive(Debug, Clone)]
+pub struct Job {
+    /// Path as shown to the user.
+    pub display: String,
+    /// `None` for standard input.
+    pub path: Option<PathBuf>,
+    /// Relative name for `--output-dir`.
+    pub out_name: PathBuf,
+}
 
 /// One input's result.
 pub struct Outcome {

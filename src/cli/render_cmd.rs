@@ -1,14 +1,53 @@
 //! `meshcheck render`: stills (and a turntable GIF) of one asset under the
 //! studio rig, written into a folder; the render report JSON on stdout.
 
-use super::RenderArgs;
 use crate::asset::Input;
 use crate::engine::{self, RenderJob};
 use crate::error::{Error, Result};
 use crate::render::{Angle, Background, Request, image_out};
 use crate::report::TurntableSpec;
+use clap::{Args, ValueEnum};
 use std::io::Read;
 use std::path::{Path, PathBuf};
+
+/// Lighting rigs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Lighting {
+    /// Three-point studio lighting with a neutral ambient term.
+    Studio,
+}
+
+/// Arguments of `meshcheck render`.
+#[derive(Debug, Args)]
+pub struct RenderArgs {
+    /// The asset (.glb, .gltf, .zip); `-` reads standard input.
+    #[arg(value_name = "FILE")]
+    pub file: PathBuf,
+    /// Views as JSON, e.g. '[{"rv":30,"rh":45}]': rv elevation -90..90, rh
+    /// azimuth 0..360 around +Y from the front; at most 12 [default: the six
+    /// standard views front, right, back, left, top, three_quarter].
+    #[arg(long, value_name = "JSON", value_parser = parse_angles)]
+    pub angles: Option<AngleList>,
+    /// Width and height of each still, 128 to 1024.
+    #[arg(long, default_value_t = crate::render::DEFAULT_SIZE, value_parser = clap::value_parser!(u32).range(128..=1024))]
+    pub size: u32,
+    /// Background: '#RRGGBB' or transparent.
+    #[arg(long, default_value = "#F2F2F2", value_name = "COLOR", value_parser = parse_background)]
+    pub background: Background,
+    /// Lighting rig.
+    #[arg(long, value_enum, default_value = "studio")]
+    pub lighting: Lighting,
+    /// Also render a turntable GIF, e.g. '{"frames":36,"format":"gif","size":512}'
+    /// (frames 8..120, default 36; size 128..1024, default 512; gif only).
+    #[arg(long, value_name = "JSON", value_parser = parse_turntable)]
+    pub turntable: Option<TurntableSpec>,
+    /// Folder for the PNGs and turntable.gif [default: FILE-STEM-render].
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// Stamp this text on the stills.
+    #[arg(long, value_name = "TEXT")]
+    pub watermark: Option<String>,
+}
 
 /// The views of `--angles` (one argument holding a JSON array).
 #[derive(Debug, Clone, PartialEq)]

@@ -4,26 +4,102 @@
 //! by path, so output order never depends on scheduling; `-j N` sets the
 //! number of files validated at once (all cores by default).
 
-use super::output::{self, Outcome};
-use super::{FailOn, Format, ModeArg, ValidateArgs};
+use super::diag;
+use super::output::{self, Job, Outcome};
+use super::values::positive_seconds;
 use crate::asset::Input;
 use crate::engine::{self, Options, Selection};
 use crate::error::{Error, Result};
 use crate::profile::Profile;
 use crate::report::{Mode, Verdict};
+use clap::{Args, ValueEnum};
 use rayon::prelude::*;
 use std::io::{IsTerminal, Read};
 use std::path::{Path, PathBuf};
 
-/// One thing to validate: a display path, where it is, and the output-dir name.
-#[derive(Debug, Clone)]
-pub struct Job {
-    /// Path as shown to the user.
-    pub display: String,
-    /// `None` for standard input.
-    pub path: Option<PathBuf>,
-    /// Relative name for `--output-dir`.
-    pub out_name: PathBuf,
+/// Output formats of `validate`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Format {
+    /// A table per file, with a summary for folder runs (default on a terminal).
+    Table,
+    /// The report JSON, exactly as the service returns it (default otherwise).
+    Json,
+    /// JUnit XML: one testcase per check per file.
+    Junit,
+}
+
+/// Modes, as on the API.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ModeArg {
+    /// Measurements only; RND checks are skipped.
+    #[value(name = "checks_only")]
+    ChecksOnly,
+    /// Measurements plus the renderer.
+    #[value(name = "full")]
+    Full,
+}
+
+/// `--fail-on` levels.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum FailOn {
+    /// Exit 1 when a report's verdict is fail (the default).
+    Fail,
+    /// Exit 1 when a report's verdict is warn or fail.
+    Warn,
+}
+
+/// Arguments of `meshcheck validate`.
+#[derive(Debug, Args)]
+pub struct ValidateArgs {
+    /// Files (.glb, .gltf, .zip; the format is sniffed from the bytes) or
+    /// folders (walked recursively for .glb, .gltf and .zip). `-` reads
+    /// standard input.
+    #[arg(required = true, value_name = "PATH")]
+    pub paths: Vec<PathBuf>,
+    /// Output format [default: table on a terminal, json otherwise].
+    #[arg(long, value_enum)]
+    pub format: Option<Format>,
+    /// Also write one NAME.report.json per input into DIR (mirroring subfolders).
+    #[arg(long, value_name = "DIR")]
+    pub output_dir: Option<PathBuf>,
+    /// Budget profile: web, mobile, pc, hero, or a path to a .toml file.
+    #[arg(long, default_value = "web", value_name = "NAME|FILE.toml")]
+    pub profile: String,
+    /// Replace one budget (repeatable): max_tris, max_verts, max_texture_dim,
+    /// max_texture_mem, max_materials, max_draw_calls, max_file_bytes,
+    /// min_extent, max_extent.
+    #[arg(long = "override", value_name = "KEY=VALUE")]
+    pub overrides: Vec<String>,
+    /// Weld tolerance for geometry checks, in metres [default: the profile's, 1e-5].
+    #[arg(long, value_name = "METRES")]
+    pub weld_tolerance: Option<f64>,
+    /// Run only these checks or families (IDs such as PERF-001, or PERF, or performance).
+    #[arg(long, value_delimiter = ',', value_name = "ID|FAMILY,...")]
+    pub only: Vec<String>,
+    /// Skip these checks or families; they report `skipped` ("not selected").
+    #[arg(long, value_delimiter = ',', value_name = "ID|FAMILY,...")]
+    pub skip: Vec<String>,
+    /// Exit 1 on this verdict or worse.
+    #[arg(long, value_enum, default_value = "fail", value_name = "LEVEL")]
+    pub fail_on: FailOn,
+    /// checks_only, or full (needs the renderer).
+    #[arg(long, value_enum, default_value = "checks_only")]
+    pub mode: ModeArg,
+    /// Seconds the glTF-Validator may spend on one file before SPEC-001 is
+    /// skipped with "validator timed out".
+    #[arg(long, default_value_t = 60.0, value_name = "SECONDS", value_parser = positive_seconds)]
+    pub validator_timeout: f64,
+    /// Files validated in parallel [default: all cores].
+    #[arg(short = 'j', long, value_name = "N")]
+    pub jobs: Option<usize>,
+    /// With --mode full: write the six standard stills next to the report
+    /// (into --output-dir, or NAME-screenshots/ in the current directory) and
+    /// list them under `screenshots`.
+    #[arg(long)]
+    pub screenshots: bool,
+    /// With --mode full: stamp this text on the stills.
+    #[arg(long, value_name = "TEXT")]
+    pub watermark: Option<String>,
 }
 
 const EXTENSIONS: &[&str] = &["glb", "gltf", "zip"];
@@ -263,7 +339,7 @@ pub fn run(args: ValidateArgs) -> Result<i32> {
     }
     for o in &outcomes {
         if let Err(e) = &o.result {
-            super::print_error(e, Some(&o.job.display));
+            diag::print_error(e, Some(&o.job.display));
         }
     }
     if let Some(dir) = &args.output_dir {
@@ -273,7 +349,7 @@ pub fn run(args: ValidateArgs) -> Result<i32> {
     let text = match format {
         Format::Json => output::json(&outcomes, single),
         Format::Junit => output::junit(&outcomes),
-        Format::Table => output::table(&outcomes, super::colour_on(stdout_tty)),
+        Format::Table => output::table(&outcomes, diag::colour_on(stdout_tty)),
     };
     output::emit(&text);
     Ok(outcomes.iter().map(|o| exit_code(o, args.fail_on)).max().unwrap_or(0))
