@@ -13,7 +13,7 @@
 //! triangles whatever its stream holds.
 
 use super::data::DocData;
-use super::scene::{MAX_UV_SETS, Primitive};
+use super::primitive::{MAX_UV_SETS, Primitive};
 use crate::error::{Error, Result};
 use crate::geom::topology;
 use draco_core::{DecodeLimits, DecoderBuffer, Mesh, MeshDecoder};

@@ -11,6 +11,7 @@ pub mod draco;
 pub mod glb;
 pub mod json;
 pub mod material;
+pub mod primitive;
 pub mod scene;
 pub mod texture;
 

@@ -18,7 +18,6 @@
 //!   mip chain.
 
 use super::rig::{self, Angle};
-use super::{Renderer, SAMPLES};
 use crate::asset::Asset;
 use crate::error::{Error, ErrorCode, Result};
 use crate::geom::mat4::{self, Mat4};
@@ -26,6 +25,20 @@ use gltf::json::validation::Checked;
 use rayon::prelude::*;
 use std::collections::HashMap;
 use wgpu::util::DeviceExt;
+
+/// MSAA sample count.
+pub const SAMPLES: u32 = 4;
+
+/// The device a scene is uploaded to and drawn on: the wgpu device, its
+/// queue and the compiled pipelines.
+pub struct Device {
+    /// The wgpu device.
+    pub device: wgpu::Device,
+    /// Its queue.
+    pub queue: wgpu::Queue,
+    /// The pipelines compiled for it.
+    pub pipelines: Pipelines,
+}
 
 /// Largest texture side uploaded; larger ones are reduced (box filter).
 pub const MAX_TEXTURE_DIM: u32 = 2048;
@@ -228,7 +241,7 @@ fn render_failed(what: impl std::fmt::Display) -> Error {
 
 impl GpuScene {
     /// Uploads the asset's default scene.
-    pub fn upload(r: &Renderer, asset: &Asset) -> Result<GpuScene> {
+    pub fn upload(r: &Device, asset: &Asset) -> Result<GpuScene> {
         let scene = &asset.scene;
         let bytes = mesh_bytes(scene);
         if bytes > MESH_BUDGET_BYTES {
@@ -339,17 +352,17 @@ impl GpuScene {
                 })
             })
             .collect();
-        if let Some(e) = super::block_on(oom.pop()) {
+        if let Some(e) = block_on(oom.pop()) {
             return Err(render_failed(format!("out of device memory uploading the scene: {e}")));
         }
-        if let Some(e) = super::block_on(scope.pop()) {
+        if let Some(e) = block_on(scope.pop()) {
             return Err(render_failed(format!("the device refused the scene: {e}")));
         }
         Ok(GpuScene { meshes, materials, items, draw_buffer, radius, triangles, draw_calls, notes })
     }
 
     /// Draws one view and reads it back.
-    pub fn draw(&self, r: &Renderer, angle: Angle, size: u32) -> Result<RawView> {
+    pub fn draw(&self, r: &Device, angle: Angle, size: u32) -> Result<RawView> {
         let device = &r.device;
         let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
         let oom = device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
@@ -471,10 +484,10 @@ impl GpuScene {
             let _ = tx.send(res);
         });
         device.poll(wgpu::PollType::wait_indefinitely()).map_err(render_failed)?;
-        if let Some(e) = super::block_on(oom.pop()) {
+        if let Some(e) = block_on(oom.pop()) {
             return Err(render_failed(format!("out of device memory drawing a view: {e}")));
         }
-        if let Some(e) = super::block_on(scope.pop()) {
+        if let Some(e) = block_on(scope.pop()) {
             return Err(render_failed(format!("the device refused a view: {e}")));
         }
         rx.recv().map_err(render_failed)?.map_err(render_failed)?;
@@ -549,7 +562,7 @@ struct Slot {
 }
 
 impl Textures {
-    fn decode(r: &Renderer, asset: &Asset, notes: &mut Vec<String>) -> Textures {
+    fn decode(r: &Device, asset: &Asset, notes: &mut Vec<String>) -> Textures {
         // Device memory is bounded by the budget; host memory by one full-size
         // decode per core plus the reduced images.
         let device = &r.device;
@@ -632,7 +645,7 @@ fn decode_image(asset: &Asset, img: usize, max_dim: u32) -> std::result::Result<
 }
 
 /// Uploads an image with a box-filtered mip chain.
-fn upload_texture(r: &Renderer, pixels: &image::RgbaImage, srgb: bool) -> wgpu::TextureView {
+fn upload_texture(r: &Device, pixels: &image::RgbaImage, srgb: bool) -> wgpu::TextureView {
     let (w, h) = pixels.dimensions();
     let levels = 32 - w.max(h).leading_zeros();
     let texture = r.device.create_texture(&wgpu::TextureDescriptor {
@@ -736,7 +749,7 @@ fn slot_rows(tex_coord: u32, transform: Option<&serde_json::Value>) -> [[f32; 4]
     [[c * sx, s * sy, ox, set], [-s * sx, c * sy, oy, 0.0]]
 }
 
-fn material(r: &Renderer, asset: &Asset, m: Option<&gltf::json::Material>, textures: &Textures) -> MaterialGpu {
+fn material(r: &Device, asset: &Asset, m: Option<&gltf::json::Material>, textures: &Textures) -> MaterialGpu {
     let device = &r.device;
     let info_slot = |info: Option<&gltf::json::texture::Info>| -> Slot {
         match info {
@@ -859,6 +872,20 @@ fn material(r: &Renderer, asset: &Asset, m: Option<&gltf::json::Material>, textu
         entries: &entries,
     });
     MaterialGpu { bind_group, blend, double_sided }
+}
+
+/// Drives a wgpu future to completion on this thread (native wgpu futures
+/// complete once the device has been polled).
+pub(crate) fn block_on<F: std::future::Future>(fut: F) -> F::Output {
+    let mut fut = std::pin::pin!(fut);
+    let waker = std::task::Waker::noop();
+    let mut cx = std::task::Context::from_waker(waker);
+    loop {
+        if let std::task::Poll::Ready(v) = fut.as_mut().poll(&mut cx) {
+            return v;
+        }
+        std::thread::yield_now();
+    }
 }
 
 #[cfg(test)]

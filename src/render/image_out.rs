@@ -7,7 +7,9 @@
 //! coverage of each pixel (4x MSAA at the edges).
 
 use super::gpu::RawView;
-use super::{Angle, Background, Still, watermark};
+use super::rig::Angle;
+use super::types::{Background, Still};
+use super::watermark;
 use image::RgbaImage;
 
 /// A pixel is visible when the model covers at least half of it.

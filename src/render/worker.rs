@@ -19,9 +19,12 @@
 //!   [`Limits::timeout`] is killed; that request fails with RENDER_FAILED and
 //!   the next one starts a fresh worker.
 
-use super::{AdapterInfo, Angle, Background, Rendered, Renderer, Request, Still};
+use super::renderer::Renderer;
+use super::rig::Angle;
+use super::types::{Background, Rendered, Request, Still};
 use crate::asset::{self, Asset, Input, LoadOptions};
 use crate::error::{Error, ErrorCode, Result};
+use crate::report::views::AdapterInfo;
 use serde_json::{Value, json};
 use std::io::{BufReader, BufWriter, Read, Write};
 use std::path::PathBuf;
@@ -435,7 +438,7 @@ fn handle(header: &Value, payload: Vec<u8>) -> Result<(Value, Vec<Vec<u8>>)> {
                 .map_err(|e| Error::bad_request(format!("angles: {e}")))?;
             let req = Request {
                 angles,
-                size: header["size"].as_u64().unwrap_or(super::DEFAULT_SIZE as u64) as u32,
+                size: header["size"].as_u64().unwrap_or(crate::report::views::DEFAULT_SIZE as u64) as u32,
                 background,
                 watermark: header.get("watermark").and_then(Value::as_str).map(str::to_string),
             };

@@ -1,0 +1,56 @@
+//! A decoded mesh primitive: the data the loader (plain accessors, Draco,
+//! meshopt) fills in and every check and the renderer read.
+
+use crate::geom::mat4::Aabb;
+
+/// UV sets read per primitive (TEXCOORD_0..TEXCOORD_7).
+pub const MAX_UV_SETS: usize = 8;
+
+/// A decoded mesh primitive, in its mesh's local space.
+#[derive(Debug, Clone, Default)]
+pub struct Primitive {
+    /// Index of the mesh in the document.
+    pub mesh: usize,
+    /// Index of the primitive in the mesh.
+    pub index: usize,
+    /// glTF primitive mode (4 = triangles).
+    pub mode: u32,
+    /// Vertex positions.
+    pub positions: Vec<[f32; 3]>,
+    /// Triangles (vertex indices), invalid ones left out.
+    pub triangles: Vec<[u32; 3]>,
+    /// Triangles the primitive draws, including any left out of `triangles`.
+    pub triangle_count: u64,
+    /// Triangles naming vertices that do not exist (left out of `triangles`).
+    pub invalid_triangles: u64,
+    /// UV sets by set number; `None` where the primitive has no TEXCOORD_n.
+    pub uvs: Vec<Option<Vec<[f32; 2]>>>,
+    /// NORMAL, for drawing; `None` when absent or unreadable (the renderer
+    /// then shades flat, as glTF 2.0 asks).
+    pub normals: Option<Vec<[f32; 3]>>,
+    /// TANGENT (xyz and the bitangent sign), for drawing normal maps.
+    pub tangents: Option<Vec<[f32; 4]>>,
+    /// COLOR_0 as RGBA (RGB colours get alpha 1), for drawing.
+    pub colors: Option<Vec<[f32; 4]>>,
+    /// Material index, if any.
+    pub material: Option<usize>,
+    /// Whether the geometry came through Draco.
+    pub draco: bool,
+    /// Bounds in local space.
+    pub bounds: Aabb,
+}
+
+impl Primitive {
+    /// JSON pointer to the primitive.
+    pub fn pointer(&self) -> String {
+        format!("/meshes/{}/primitives/{}", self.mesh, self.index)
+    }
+    /// Vertices uploaded for the primitive.
+    pub fn vertex_count(&self) -> u64 {
+        self.positions.len() as u64
+    }
+    /// Whether the primitive has TEXCOORD_`set`.
+    pub fn has_uv(&self, set: usize) -> bool {
+        self.uvs.get(set).is_some_and(Option::is_some)
+    }
+}
