@@ -551,9 +551,9 @@ fn median_ms(runs: usize, mut f: impl FnMut()) -> f64 {
 fn breakdown(state: &AppState, name: &str, zip: &[u8]) -> Vec<String> {
     use meshcheck::asset::{self, Input, LoadOptions};
     use meshcheck::report::Mode;
-    use meshcheck::server::validate::Params;
+    use meshcheck::server::work::ValidateParams;
     let opts = |mode: Mode| {
-        let params = Params {
+        let params = ValidateParams {
             profile: "web".into(),
             mode,
             overrides: Vec::new(),

@@ -11,10 +11,10 @@
 //!   and one log line per request: method, route template, status, time.
 //!   Never bodies, keys or query strings.
 
-use super::AppState;
 use super::error::ApiError;
 use super::plan::{self, Plan};
 use super::ratelimit::Decision;
+use super::state::AppState;
 use crate::error::ErrorCode;
 use crate::store::{Account, key_hash};
 use axum::extract::{ConnectInfo, MatchedPath, Request, State};

@@ -12,10 +12,11 @@
 //!   per client IP (429 with Retry-After); screenshots are watermarked
 //!   "meshcheck demo" and stored like any report's (30 days, signed URLs).
 
-use super::AppState;
 use super::auth::{Caller, client_ip, limited, set_headers};
 use super::error::{ApiError, ApiResult};
-use super::validate::{Params, read_capped};
+use super::input::read_capped;
+use super::state::AppState;
+use super::work::ValidateParams;
 use crate::error::{Error, ErrorCode};
 use crate::report::Mode;
 use crate::store::DEMO_KEY_PREFIX;
@@ -139,7 +140,7 @@ async fn run(state: &AppState, req: Request) -> ApiResult<Response> {
     if file.len() as u64 > max {
         return Err(ApiError::too_large(file.len() as u64, max, "the demo file"));
     }
-    let params = Params {
+    let params = ValidateParams {
         profile,
         mode: Mode::Full,
         overrides: Vec::new(),
@@ -149,10 +150,10 @@ async fn run(state: &AppState, req: Request) -> ApiResult<Response> {
         watermark: Some(WATERMARK.into()),
     };
     params.options(None)?;
-    super::validate::sniff(&file)?;
+    super::input::sniff(&file)?;
     let st = state.clone();
     let caller = tokio::task::spawn_blocking(move || caller(&st)).await.map_err(ApiError::internal)??;
-    let loaded = super::validate::Loaded { bytes: file, filename: String::new(), blob: None };
+    let loaded = super::input::Loaded { bytes: file, filename: String::new(), blob: None };
     let body = super::validate::run_sync(state, &caller, params, loaded).await?;
-    Ok(super::validate::json_response(StatusCode::OK, body))
+    Ok(super::input::json_response(StatusCode::OK, body))
 }

@@ -15,11 +15,12 @@
 //! - The model is any OpenAI-compatible endpoint (`MESHCHECK_VISION_*`, see
 //!   [`crate::vision`]); the answer is checked against the check's schema.
 
-use super::AppState;
 use super::auth::Caller;
 use super::error::{ApiError, ApiResult};
+use super::input::{Form, Source, load, max_bytes_for, read_form, sniff};
 use super::media::{self, Owner, Png};
-use super::validate::{Form, Meter, Source, load, max_bytes_for, read_form, sniff};
+use super::metering::Meter;
+use super::state::AppState;
 use crate::error::{Error, ErrorCode};
 use crate::store::{ReportLookup, Shot};
 use crate::vision::{self, Check};
@@ -91,7 +92,7 @@ pub async fn inspect(
         media::delete_owner(&state, &meter.reference);
     }
     let body = serde_json::to_string(&out?).map_err(ApiError::internal)?;
-    Ok(super::validate::json_response(axum::http::StatusCode::OK, body))
+    Ok(super::input::json_response(axum::http::StatusCode::OK, body))
 }
 
 /// The stills of a stored render or report, reduced to the model's size.
@@ -166,7 +167,7 @@ async fn fresh_stills(
     let m = meter.clone();
     let out = state
         .run_engine(move || {
-            let super::validate::Loaded { bytes, filename: _, blob } = loaded;
+            let super::input::Loaded { bytes, filename: _, blob } = loaded;
             let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| -> crate::error::Result<_> {
                 let input = crate::asset::Input::from_bytes(name, bytes);
                 let source = crate::render::Source::for_drawer(&st.drawer, &input);

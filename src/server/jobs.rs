@@ -16,11 +16,13 @@
 //!   by a sender task with its own concurrency, so a target that hangs never
 //!   blocks a worker; retried with doubling backoff under the same id.
 
-use super::AppState;
 use super::auth::Caller;
 use super::clock::period_start;
 use super::error::{ApiError, ApiResult, public_envelope};
-use super::validate::{Loaded, Params, insufficient};
+use super::input::{BlobGuard, Loaded};
+use super::metering::insufficient;
+use super::state::AppState;
+use super::work::{JobSpec, Work};
 use crate::error::Error;
 use crate::store::{Charge, Delivery, Job, random_id};
 use serde_json::{Value, json};
@@ -36,17 +38,6 @@ pub fn envelope(job: &Job) -> Value {
         _ => Value::Null,
     };
     json!({"job_id": job.id, "status": job.status, "poll": format!("/v1/jobs/{}", job.id), "result": result})
-}
-
-/// What a job runs: its kind (`validate` or `render`), the endpoint's
-/// parameters as JSON, and what it costs.
-pub struct JobSpec {
-    /// `validate` or `render`.
-    pub kind: &'static str,
-    /// The endpoint's validated parameters, JSON.
-    pub params: String,
-    /// Credits charged when queued.
-    pub cost: i64,
 }
 
 /// Charges and queues a job; the blob (if any) now belongs to the job.
@@ -77,7 +68,7 @@ pub async fn enqueue(
             id
         }
     };
-    let guard = super::validate::BlobGuard::new(state, &input);
+    let guard = BlobGuard::new(state, &input);
     let job = Job {
         id: job_id.clone(),
         account_id: caller.account.id.clone(),
@@ -218,12 +209,9 @@ async fn run_job(state: &AppState, job: Job) {
     let (kind, params) = (job.kind.clone(), job.params.clone());
     let work = state.run_engine(move || -> crate::error::Result<String> {
         let bytes = st.blobs.read(&input).map_err(|e| Error::internal(format!("reading job input: {e}")))?;
-        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match kind.as_str() {
-            "validate" => validate_job(&st, &account_id, &params, bytes),
-            "render" => super::render::run_job(&st, &account_id, &params, bytes),
-            other => Err(Error::internal(format!("unknown job kind {other}"))),
-        }))
-        .unwrap_or_else(|_| Err(Error::internal("the engine panicked")))
+        let work = Work::parse(&kind, &params)?;
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| work.run(&st, &account_id, bytes)))
+            .unwrap_or_else(|_| Err(Error::internal("the engine panicked")))
     });
     tokio::pin!(work);
     let mut stopping = state.stopping.subscribe();
@@ -252,17 +240,6 @@ async fn run_job(state: &AppState, job: Job) {
         }
         Err(e) => fail(state, &job, e),
     }
-}
-
-/// Runs a queued validation and stores its report.
-fn validate_job(st: &AppState, account_id: &str, params: &str, bytes: Vec<u8>) -> crate::error::Result<String> {
-    let params: Params = serde_json::from_str(params).map_err(|e| Error::internal(format!("job params: {e}")))?;
-    let mut opts = params.options(st.validator.clone())?;
-    opts.drawer = st.drawer.clone();
-    let input = crate::asset::Input::from_bytes(params.filename.clone(), bytes);
-    let (report, stills) = crate::engine::validate_with_stills(input, &opts)?;
-    let keep = if params.screenshots { stills.as_ref() } else { None };
-    super::validate::store_report(st, account_id, &random_id("rpt_", 24), report, keep, st.clock.now())
 }
 
 /// Delivers due webhooks until shutdown, several at once, never blocking the workers.

@@ -13,8 +13,8 @@
 //! - The janitor deletes rows and files at expiry; at start, files no row
 //!   names (a crash between writing and recording) are deleted.
 
-use super::AppState;
 use super::error::{ApiError, ApiResult};
+use super::state::AppState;
 use crate::error::{Error, ErrorCode};
 use crate::render::Angle;
 use crate::store::{Shot, random_id};

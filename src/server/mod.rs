@@ -5,7 +5,14 @@
 //! the janitor) until a shutdown signal, then drains: running jobs finish
 //! within the grace period or go back to the queue.
 //!
+//! - [`state`]: the settings ([`Config`]) and the shared [`AppState`].
 //! - [`auth`]: X-Api-Key, the per-key and per-IP token buckets, RateLimit-* headers.
+//! - [`input`]: request input (multipart or JSON; `file`, `url` or
+//!   `blob_id`) read under its caps into one loaded input.
+//! - [`metering`]: charges taken in the engine's gate and refunded on our faults.
+//! - [`reports`]: report storage (ids, expiry, stills under signed URLs).
+//! - [`work`]: the work by kind ([`work::Work`]: validate, render), run by
+//!   the synchronous handlers and the queue alike.
 //! - [`validate`]: POST /v1/validate (multipart and JSON: file, url, blob_id).
 //! - [`uploads`]: POST /v1/uploads and PUT /v1/uploads/{id}.
 //! - [`jobs`]: the persisted queue, its workers, webhooks, the janitor, restart recovery.
@@ -16,7 +23,9 @@
 //! - [`inspect`]: POST /v1/inspect (the vision model).
 //! - [`media`]: stored stills and turntables, served through signed URLs.
 //! - [`demo`]: the drag-and-drop page at `/` and POST /demo/validate.
-//! - [`billing`]: Stripe Checkout, Customer Portal and its signed webhook.
+//! - [`billing`]: Stripe Checkout, Customer Portal and its signed webhook;
+//!   [`stripe`] the provider's configuration and calls, [`stripe_signature`]
+//!   its webhook signatures.
 
 pub mod auth;
 pub mod billing;
@@ -24,286 +33,30 @@ pub mod clock;
 pub mod demo;
 pub mod error;
 pub mod fetch;
+pub mod input;
 pub mod inspect;
 pub mod jobs;
 pub mod media;
+pub mod metering;
 pub mod openapi;
 pub mod plan;
 pub mod public;
 pub mod ratelimit;
 pub mod render;
+pub mod reports;
 pub mod resources;
+pub mod state;
+pub mod stripe;
+pub mod stripe_signature;
 pub mod uploads;
 pub mod validate;
 pub mod webhook;
+pub mod work;
 
-use crate::store::{Blobs, DirBlobs, Store, sqlite::SqliteStore};
-use crate::validator::Validator;
 use axum::Router;
 use axum::routing::{get, post, put};
-use clock::{Clock, SystemClock};
+pub use state::{AppState, Config, Inner, MB};
 use std::net::SocketAddr;
-use std::path::PathBuf;
-use std::sync::Arc;
-use std::time::Duration;
-use tokio::sync::{Notify, Semaphore, watch};
-
-/// Bytes in the specification's "MB".
-pub const MB: u64 = 1_000_000;
-
-/// Settings of a server.
-#[derive(Debug, Clone)]
-pub struct Config {
-    /// Where the database and the blob folder live.
-    pub data_dir: PathBuf,
-    /// The public base address (upload URLs are built on it), no trailing slash.
-    pub base_url: String,
-    /// Lets `url` fetches and webhooks reach private and loopback addresses.
-    pub allow_private_targets: bool,
-    /// Exact addresses allowed as fetch and webhook targets despite the guard (tests).
-    pub allow_exact_targets: Vec<SocketAddr>,
-    /// Job workers.
-    pub workers: usize,
-    /// Engine runs at once (the blocking pool's bound).
-    pub engine_slots: usize,
-    /// Inputs up to this size are validated synchronously.
-    pub sync_max_bytes: u64,
-    /// No input is accepted above this, whatever the plan.
-    pub hard_max_bytes: u64,
-    /// The multipart request-body cap.
-    pub multipart_max_bytes: u64,
-    /// The `url` fetch cap.
-    pub fetch_max_bytes: u64,
-    /// The `url` fetch timeout (all redirects and the body included).
-    pub fetch_timeout: Duration,
-    /// When set, `url` may only name these hosts (every redirect hop
-    /// included); an empty list turns `url` fetching off.
-    pub fetch_allow_hosts: Option<Vec<String>>,
-    /// Requests per minute per client IP on the public routes.
-    pub public_per_min: u64,
-    /// Report retention, seconds.
-    pub report_ttl_s: i64,
-    /// Unused upload retention, seconds.
-    pub upload_ttl_s: i64,
-    /// How long a shutdown waits for running jobs before putting them back in the queue.
-    pub shutdown_grace: Duration,
-    /// How often the janitor runs.
-    pub janitor_every: Duration,
-    /// Delay before the first retry of a failed webhook; doubled each time.
-    pub webhook_backoff: Duration,
-    /// Webhook attempts before giving up.
-    pub webhook_attempts: i64,
-    /// How long one webhook attempt may take, connection to last body byte
-    /// (a target that hangs costs one of the 16 delivery slots this long; it
-    /// never holds a job worker).
-    pub webhook_timeout: Duration,
-    /// The vision model behind POST /v1/inspect (none: 503 INSPECT_UNAVAILABLE).
-    pub vision: Option<crate::vision::Config>,
-    /// Stripe (none: the billing routes answer 503 BILLING_UNAVAILABLE).
-    pub stripe: Option<billing::StripeConfig>,
-    /// Draw in a replaceable worker process (`exe render-worker`) instead of
-    /// in the server: lavapipe keeps memory for every render pass, so a
-    /// long-running server on a CPU-only host must not draw in process.
-    pub render_worker: Option<(PathBuf, crate::render::worker::Limits)>,
-    /// Whether the per-key and per-IP request limits apply (off only for a
-    /// private deployment behind a limiting gateway, or conformance runs).
-    pub rate_limits: bool,
-    /// Requests per minute per client IP on the screenshot route.
-    pub media_per_min: u64,
-    /// Requests per minute per client IP on POST /demo/validate.
-    pub demo_per_min: u64,
-    /// Largest file the demo accepts.
-    pub demo_max_bytes: u64,
-}
-
-impl Config {
-    /// The defaults of DESIGN.md for a data folder and base URL.
-    pub fn new(data_dir: PathBuf, base_url: &str) -> Config {
-        let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2);
-        Config {
-            data_dir,
-            base_url: base_url.trim_end_matches('/').to_string(),
-            allow_private_targets: false,
-            allow_exact_targets: Vec::new(),
-            workers: cores,
-            engine_slots: cores,
-            sync_max_bytes: 20 * MB,
-            hard_max_bytes: 250 * MB,
-            multipart_max_bytes: 4_500_000,
-            fetch_max_bytes: 25 * MB,
-            fetch_timeout: Duration::from_secs(10),
-            fetch_allow_hosts: None,
-            public_per_min: 60,
-            report_ttl_s: 30 * 86_400,
-            upload_ttl_s: 86_400,
-            shutdown_grace: Duration::from_secs(30),
-            janitor_every: Duration::from_secs(60),
-            webhook_backoff: Duration::from_secs(5),
-            webhook_attempts: 8,
-            webhook_timeout: Duration::from_secs(10),
-            vision: None,
-            stripe: None,
-            render_worker: None,
-            rate_limits: true,
-            media_per_min: 600,
-            demo_per_min: 10,
-            demo_max_bytes: 4_400_000,
-        }
-    }
-}
-
-/// Everything a handler needs; cheap to clone.
-#[derive(Clone)]
-pub struct AppState(Arc<Inner>);
-
-/// The shared state behind [`AppState`].
-pub struct Inner {
-    /// Settings.
-    pub config: Config,
-    /// Accounts, credits, reports, jobs.
-    pub store: Arc<dyn Store>,
-    /// Transient input bytes.
-    pub blobs: Arc<dyn Blobs>,
-    /// Stored stills and turntables (kept with their report, render or inspection).
-    pub shots: Arc<dyn Blobs>,
-    /// The key that signs screenshot URLs (a server setting, made once).
-    pub url_key: Vec<u8>,
-    /// Where stills are drawn (see [`Config::render_worker`]).
-    pub drawer: crate::render::Drawer,
-    /// The demo account's key, made on first use (never sent anywhere).
-    pub demo_key: std::sync::Mutex<Option<String>>,
-    /// The time.
-    pub clock: Arc<dyn Clock>,
-    /// Token buckets.
-    pub limiter: ratelimit::Limiter,
-    /// Bounds engine runs (validation) to `engine_slots` at once.
-    pub engine_slots: Arc<Semaphore>,
-    /// The SSRF-guarded client for `url` (with the host allow-list, if any).
-    pub fetcher: fetch::Fetcher,
-    /// The SSRF-guarded client for webhooks.
-    pub webhook_fetcher: fetch::Fetcher,
-    /// The warm reference-validator pool for SPEC-001.
-    pub validator: Option<Arc<Validator>>,
-    /// Wakes the job workers.
-    pub job_wake: Notify,
-    /// Wakes the webhook sender.
-    pub webhook_wake: Notify,
-    /// Flips to true when the server is shutting down.
-    pub stopping: watch::Sender<bool>,
-}
-
-impl std::ops::Deref for AppState {
-    type Target = Inner;
-    fn deref(&self) -> &Inner {
-        &self.0
-    }
-}
-
-impl AppState {
-    /// State over explicit parts (tests pass their own clock). Reads (or
-    /// makes, on first start) the key that signs screenshot URLs.
-    pub fn with_parts(
-        config: Config,
-        store: Arc<dyn Store>,
-        blobs: Arc<dyn Blobs>,
-        shots: Arc<dyn Blobs>,
-        clock: Arc<dyn Clock>,
-        validator: Option<Arc<Validator>>,
-    ) -> crate::error::Result<AppState> {
-        let url_key = store.setting_or_insert("screenshot_url_key", &crate::store::random_id("", 43))?.into_bytes();
-        let policy = fetch::Policy {
-            allow_private: config.allow_private_targets,
-            allow_exact: config.allow_exact_targets.clone(),
-            allow_hosts: None,
-        };
-        let url_policy = fetch::Policy { allow_hosts: config.fetch_allow_hosts.clone(), ..policy.clone() };
-        let drawer = match &config.render_worker {
-            Some((exe, limits)) => {
-                crate::render::Drawer::Worker(Arc::new(crate::render::worker::Pool::new(exe.clone(), *limits)))
-            }
-            None => crate::render::Drawer::Local,
-        };
-        Ok(AppState(Arc::new(Inner {
-            engine_slots: Arc::new(Semaphore::new(config.engine_slots.max(1))),
-            fetcher: fetch::Fetcher::new(url_policy),
-            webhook_fetcher: fetch::Fetcher::new(policy),
-            limiter: ratelimit::Limiter::default(),
-            job_wake: Notify::new(),
-            webhook_wake: Notify::new(),
-            stopping: watch::channel(false).0,
-            config,
-            store,
-            blobs,
-            shots,
-            url_key,
-            demo_key: std::sync::Mutex::new(None),
-            drawer,
-            clock,
-            validator,
-        })))
-    }
-
-    /// Opens the data folder: `meshcheck.sqlite` and `blobs/`, with the
-    /// system clock and the warm validator pool.
-    pub fn open(config: Config) -> crate::error::Result<AppState> {
-        std::fs::create_dir_all(&config.data_dir)
-            .map_err(|e| crate::error::Error::internal(format!("cannot create {}: {e}", config.data_dir.display())))?;
-        let store = SqliteStore::open(&config.data_dir.join("meshcheck.sqlite"))?;
-        let blobs = DirBlobs::new(config.data_dir.join("blobs"))
-            .map_err(|e| crate::error::Error::internal(format!("cannot create the blob folder: {e}")))?;
-        let shots = DirBlobs::new(config.data_dir.join("screenshots"))
-            .map_err(|e| crate::error::Error::internal(format!("cannot create the screenshot folder: {e}")))?;
-        let validator = Validator::global()?;
-        AppState::with_parts(
-            config,
-            Arc::new(store),
-            Arc::new(blobs),
-            Arc::new(shots),
-            Arc::new(SystemClock::new()),
-            Some(validator),
-        )
-    }
-
-    /// Runs `f` on the blocking pool once an engine slot is free, so the
-    /// async runtime never stalls on a validation. A panic is INTERNAL.
-    pub async fn run_engine<T: Send + 'static>(
-        &self,
-        f: impl FnOnce() -> T + Send + 'static,
-    ) -> std::result::Result<T, crate::error::Error> {
-        let permit = self
-            .engine_slots
-            .clone()
-            .acquire_owned()
-            .await
-            .map_err(|_| crate::error::Error::internal("the engine pool is closed"))?;
-        tokio::task::spawn_blocking(move || {
-            let _permit = permit;
-            f()
-        })
-        .await
-        .map_err(|e| crate::error::Error::internal(format!("engine task failed: {e}")))
-    }
-
-    /// Takes a token from bucket `key` of `per_min` per minute; always
-    /// allowed (a full bucket) when rate limits are off.
-    pub fn take(&self, key: &str, per_min: u64) -> ratelimit::Decision {
-        if !self.config.rate_limits {
-            return ratelimit::Decision {
-                allowed: true,
-                limit: per_min,
-                remaining: per_min,
-                reset_s: 0,
-                retry_after_s: 0,
-            };
-        }
-        self.limiter.take(key, per_min, self.clock.now_ms())
-    }
-
-    /// Whether a shutdown has begun.
-    pub fn is_stopping(&self) -> bool {
-        *self.stopping.borrow()
-    }
-}
 
 /// The routes. Authenticated routes sit behind [`auth::require_key`]; the
 /// public documents behind [`auth::per_ip`]; `/healthz` is unlimited.

@@ -2,29 +2,18 @@
 //! description, the JSON Schemas, /llms.txt; and /healthz (unlimited, for
 //! load balancers), plus the JSON 404 for unknown paths.
 
-use super::AppState;
 use super::error::{ApiError, ApiResult};
+use super::openapi::{self, SCHEMAS};
+use super::state::AppState;
 use axum::extract::{Path, State};
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use std::sync::OnceLock;
 
-/// The schemas served at /v1/schema/{name}.json: the committed, generated
-/// files (a test keeps them equal to what the code generates).
-pub const SCHEMAS: &[(&str, &str)] = &[
-    ("report", include_str!("../../schemas/report.json")),
-    ("check_result", include_str!("../../schemas/check_result.json")),
-    ("render_report", include_str!("../../schemas/render_report.json")),
-    ("inspect_answer", include_str!("../../schemas/inspect_answer.json")),
-    ("vis-001", include_str!("../../schemas/vis-001.json")),
-    ("vis-002", include_str!("../../schemas/vis-002.json")),
-    ("vis-003", include_str!("../../schemas/vis-003.json")),
-];
-
 /// GET /v1/openapi.json.
 pub async fn openapi(State(state): State<AppState>) -> Response {
     static DOC: OnceLock<String> = OnceLock::new();
-    let body = DOC.get_or_init(|| super::openapi::document(&state.config.base_url).to_string()).clone();
+    let body = DOC.get_or_init(|| openapi::document(&state.config.base_url).to_string()).clone();
     ([(header::CONTENT_TYPE, "application/json")], body).into_response()
 }
 

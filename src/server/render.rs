@@ -17,58 +17,22 @@
 //!   (see [`super::media`]); the report is kept as `rnd_...` for
 //!   POST /v1/inspect's `render_id` and expires with them.
 
-use super::AppState;
 use super::auth::Caller;
-use super::error::{ApiError, ApiResult};
-use super::media::{self, Owner};
-use super::validate::{Form, Meter, check_webhook, json_response, load, max_bytes_for, read_form, sniff};
-use crate::engine::RenderJob;
+use super::error::ApiResult;
+use super::input::{Form, Loaded, Source, check_webhook, json_response, load, max_bytes_for, read_form, sniff};
+use super::metering::Meter;
+use super::state::AppState;
+use super::work::{RenderParams, Work, render_and_store};
 use crate::error::Error;
-use crate::render::{Angle, Background, DEFAULT_SIZE, Request as Stills, STANDARD_ANGLES, rig::TURNTABLE_ELEVATION};
+use crate::render::{Angle, Background, DEFAULT_SIZE, STANDARD_ANGLES};
 use crate::report::TurntableSpec;
 use axum::Extension;
 use axum::extract::{Request, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use serde::{Deserialize, Serialize};
-
-/// A render request as validated; stored with a job.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Params {
-    /// The views.
-    pub angles: Vec<Angle>,
-    /// Still size.
-    pub size: u32,
-    /// `#RRGGBB` or `transparent`.
-    pub background: String,
-    /// The turntable, if asked for.
-    pub turntable: Option<TurntableSpec>,
-    /// The name shown in the report.
-    pub filename: String,
-}
-
-impl Params {
-    /// Credits: 2 per started block of 6 stills, plus 2 for a turntable.
-    pub fn cost(&self) -> i64 {
-        let blocks = self.angles.len().div_ceil(6).max(1) as i64;
-        2 * blocks + if self.turntable.is_some() { 2 } else { 0 }
-    }
-
-    /// The engine's request (BAD_REQUEST when a bound is broken).
-    pub fn job(&self) -> crate::error::Result<RenderJob> {
-        let background =
-            Background::parse(&self.background).map_err(|why| Error::field("background", "format", why))?;
-        let job = RenderJob {
-            request: Stills { angles: self.angles.clone(), size: self.size, background, watermark: None },
-            turntable: self.turntable.clone(),
-        };
-        job.check()?;
-        Ok(job)
-    }
-}
 
 /// Reads the request's fields.
-async fn parse(state: &AppState, req: Request) -> ApiResult<(super::validate::Source, Params, Option<String>)> {
+async fn parse(state: &AppState, req: Request) -> ApiResult<(Source, RenderParams, Option<String>)> {
     const FIELDS: &[&str] = &["url", "blob_id", "angles", "size", "background", "lighting", "turntable", "webhook_url"];
     let mut form: Form = read_form(state, req, FIELDS).await?;
     let angles = match form.json("angles")? {
@@ -100,7 +64,7 @@ async fn parse(state: &AppState, req: Request) -> ApiResult<(super::validate::So
     };
     let webhook_url = form.text("webhook_url");
     let (source, filename) = form.source()?;
-    let params = Params { angles, size, background, turntable, filename: filename.unwrap_or_default() };
+    let params = RenderParams { angles, size, background, turntable, filename: filename.unwrap_or_default() };
     Ok((source, params, webhook_url))
 }
 
@@ -122,11 +86,7 @@ pub async fn render(
         if let Some(u) = &webhook_url {
             check_webhook(&state, u).await?;
         }
-        let spec = super::jobs::JobSpec {
-            kind: "render",
-            params: serde_json::to_string(&params).map_err(ApiError::internal)?,
-            cost: params.cost(),
-        };
+        let spec = Work::Render(params).spec()?;
         let envelope = super::jobs::enqueue(&state, &caller, spec, loaded, webhook_url).await?;
         return Ok((StatusCode::ACCEPTED, axum::Json(envelope)).into_response());
     }
@@ -134,59 +94,13 @@ pub async fn render(
     let st = state.clone();
     let body = state
         .run_engine(move || {
-            let super::validate::Loaded { bytes, filename: _, blob } = loaded;
-            let out = run(&st, &meter.account_id(), &meter.reference, &params, &job, bytes, &|| meter.charge());
+            let Loaded { bytes, filename: _, blob } = loaded;
+            let out =
+                render_and_store(&st, &meter.account_id(), &meter.reference, &params, &job, bytes, &|| meter.charge());
             drop(blob);
             meter.settle(&out, &[]);
             out
         })
         .await??;
     Ok(json_response(StatusCode::OK, body))
-}
-
-/// Renders, stores the stills, the GIF and the report; returns the report's JSON.
-fn run(
-    st: &AppState,
-    account_id: &str,
-    render_id: &str,
-    params: &Params,
-    job: &RenderJob,
-    bytes: Vec<u8>,
-    gate: &dyn Fn() -> crate::error::Result<()>,
-) -> crate::error::Result<String> {
-    let input = crate::asset::Input::from_bytes(params.filename.clone(), bytes);
-    let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        crate::engine::render_gated(input, job, &st.drawer, gate)
-    }))
-    .unwrap_or_else(|_| Err(Error::internal("the renderer panicked")))?;
-    let now = st.clock.now();
-    let expires = now + st.config.report_ttl_s;
-    let owner = Owner { id: render_id, account_id, now, expires_at: expires };
-    let mut report = out.report;
-    report.render_id = Some(render_id.to_string());
-    report.expires_at = Some(super::clock::rfc3339(expires));
-    let stored = (|| {
-        let shots = media::store_stills(st, &owner, &out.stills)?;
-        for (entry, shot) in report.screenshots.iter_mut().zip(&shots) {
-            entry.url = Some(media::url(st, shot));
-        }
-        if let (Some(gif), Some(tt)) = (&out.gif, report.turntable.as_mut()) {
-            let shot = media::store_gif(st, &owner, gif, TURNTABLE_ELEVATION, tt.size)?;
-            tt.url = Some(media::url(st, &shot));
-        }
-        let body = serde_json::to_string(&report).map_err(|e| Error::internal(e.to_string()))?;
-        st.store.put_report(render_id, account_id, now, expires, &body)?;
-        Ok(body)
-    })();
-    if stored.is_err() {
-        media::delete_owner(st, render_id);
-    }
-    stored
-}
-
-/// Runs a queued render (charged when it was queued).
-pub fn run_job(st: &AppState, account_id: &str, params: &str, bytes: Vec<u8>) -> crate::error::Result<String> {
-    let params: Params = serde_json::from_str(params).map_err(|e| Error::internal(format!("job params: {e}")))?;
-    let job = params.job()?;
-    run(st, account_id, &crate::store::random_id("rnd_", 24), &params, &job, bytes, &|| Ok(()))
 }

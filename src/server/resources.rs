@@ -2,11 +2,11 @@
 //! account-scoped reads. Another account's job or report is 404, exactly as
 //! if it did not exist.
 
-use super::AppState;
 use super::auth::Caller;
 use super::clock::{period_start, rfc3339};
 use super::error::{ApiError, ApiResult};
-use super::validate::json_response;
+use super::input::json_response;
+use super::state::AppState;
 use crate::error::ErrorCode;
 use crate::store::ReportLookup;
 use axum::Extension;

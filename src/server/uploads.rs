@@ -7,10 +7,10 @@
 //! folder, enforcing the plan's cap chunk by chunk (413 FILE_TOO_LARGE, the
 //! partial file deleted). Unused uploads expire after 24 hours (janitor).
 
-use super::AppState;
 use super::auth::Caller;
 use super::error::{ApiError, ApiResult};
-use super::validate::{BlobGuard, max_bytes_for};
+use super::input::{BlobGuard, max_bytes_for};
+use super::state::AppState;
 use crate::store::upload_state;
 use axum::Extension;
 use axum::body::Body;

@@ -1,0 +1,235 @@
+//! The work a call does on the engine, by kind: validating and rendering,
+//! each with the parameters its endpoint validated. A queued job stores its
+//! kind and parameters ([`JobSpec`]) and the queue runs it through
+//! [`Work::run`]; the synchronous paths call the same functions.
+
+use super::clock::rfc3339;
+use super::media::{self, Owner};
+use super::reports::store_report;
+use super::state::AppState;
+use crate::engine::{Options, RenderJob};
+use crate::error::Error;
+use crate::profile::Profile;
+use crate::render::{Angle, Background, Request as Stills, rig::TURNTABLE_ELEVATION};
+use crate::report::{Mode, TurntableSpec};
+use crate::store::random_id;
+use serde::{Deserialize, Serialize};
+
+/// Everything besides the bytes that decides a validation; stored with a job.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ValidateParams {
+    /// Built-in profile name.
+    pub profile: String,
+    /// checks_only or full.
+    pub mode: Mode,
+    /// Budget overrides, in the order given.
+    pub overrides: Vec<(String, f64)>,
+    /// Weld tolerance in metres, when given.
+    pub weld_tolerance: Option<f64>,
+    /// Whether screenshots were asked for.
+    pub screenshots: bool,
+    /// The name shown in the report.
+    pub filename: String,
+    /// Text stamped on the stills (the demo).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub watermark: Option<String>,
+}
+
+impl ValidateParams {
+    /// The credits a validation costs: 1 checks_only, 2 full (the renderer runs).
+    pub fn cost(&self) -> i64 {
+        match self.mode {
+            Mode::ChecksOnly => 1,
+            Mode::Full => 2,
+        }
+    }
+
+    /// Engine options (BAD_REQUEST on an unknown profile or override key).
+    pub fn options(
+        &self,
+        validator: Option<std::sync::Arc<crate::validator::Validator>>,
+    ) -> crate::error::Result<Options> {
+        // Built-in names only: the service never reads a profile path from disk.
+        let mut profile = Profile::builtin(&self.profile)
+            .map_err(|e| Error::field("profile", "unknown", e.message).with_help("profiles: web, mobile, pc, hero"))?;
+        for (k, v) in &self.overrides {
+            profile
+                .apply_override(k, *v)
+                .map_err(|e| Error::field("overrides", "unknown key or bad value", e.message))?;
+        }
+        if let Some(w) = self.weld_tolerance {
+            profile.set_weld_tolerance(w).map_err(|e| Error::field("weld_tolerance", "range", e.message))?;
+        }
+        Ok(Options {
+            drawer: Default::default(),
+            profile,
+            mode: self.mode,
+            selection: Default::default(),
+            validator,
+            watermark: self.watermark.clone(),
+        })
+    }
+}
+
+/// A render request as validated; stored with a job.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RenderParams {
+    /// The views.
+    pub angles: Vec<Angle>,
+    /// Still size.
+    pub size: u32,
+    /// `#RRGGBB` or `transparent`.
+    pub background: String,
+    /// The turntable, if asked for.
+    pub turntable: Option<TurntableSpec>,
+    /// The name shown in the report.
+    pub filename: String,
+}
+
+impl RenderParams {
+    /// Credits: 2 per started block of 6 stills, plus 2 for a turntable.
+    pub fn cost(&self) -> i64 {
+        let blocks = self.angles.len().div_ceil(6).max(1) as i64;
+        2 * blocks + if self.turntable.is_some() { 2 } else { 0 }
+    }
+
+    /// The engine's request (BAD_REQUEST when a bound is broken).
+    pub fn job(&self) -> crate::error::Result<RenderJob> {
+        let background =
+            Background::parse(&self.background).map_err(|why| Error::field("background", "format", why))?;
+        let job = RenderJob {
+            request: Stills { angles: self.angles.clone(), size: self.size, background, watermark: None },
+            turntable: self.turntable.clone(),
+        };
+        job.check()?;
+        Ok(job)
+    }
+}
+
+/// A job's work: what it runs and with which parameters.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Work {
+    /// POST /v1/validate.
+    Validate(ValidateParams),
+    /// POST /v1/render.
+    Render(RenderParams),
+}
+
+impl Work {
+    /// The kind as the queue stores it.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Work::Validate(_) => "validate",
+            Work::Render(_) => "render",
+        }
+    }
+
+    /// Credits the work costs (charged when a job is queued).
+    pub fn cost(&self) -> i64 {
+        match self {
+            Work::Validate(p) => p.cost(),
+            Work::Render(p) => p.cost(),
+        }
+    }
+
+    /// What the queue stores for it.
+    pub fn spec(&self) -> crate::error::Result<JobSpec> {
+        let params = match self {
+            Work::Validate(p) => serde_json::to_string(p),
+            Work::Render(p) => serde_json::to_string(p),
+        }
+        .map_err(|e| Error::internal(e.to_string()))?;
+        Ok(JobSpec { kind: self.kind(), params, cost: self.cost() })
+    }
+
+    /// The work a stored job names.
+    pub fn parse(kind: &str, params: &str) -> crate::error::Result<Work> {
+        let bad = |e: serde_json::Error| Error::internal(format!("job params: {e}"));
+        match kind {
+            "validate" => serde_json::from_str(params).map(Work::Validate).map_err(bad),
+            "render" => serde_json::from_str(params).map(Work::Render).map_err(bad),
+            other => Err(Error::internal(format!("unknown job kind {other}"))),
+        }
+    }
+
+    /// Runs a queued job's work (charged when it was queued) and stores its
+    /// result; returns the stored JSON.
+    pub fn run(&self, st: &AppState, account_id: &str, bytes: Vec<u8>) -> crate::error::Result<String> {
+        match self {
+            Work::Validate(p) => run_validate(st, account_id, p, bytes),
+            Work::Render(p) => run_render(st, account_id, p, bytes),
+        }
+    }
+}
+
+/// What a job runs: its kind (`validate` or `render`), the endpoint's
+/// parameters as JSON, and what it costs.
+pub struct JobSpec {
+    /// `validate` or `render`.
+    pub kind: &'static str,
+    /// The endpoint's validated parameters, JSON.
+    pub params: String,
+    /// Credits charged when queued.
+    pub cost: i64,
+}
+
+/// Runs a queued validation and stores its report.
+fn run_validate(
+    st: &AppState,
+    account_id: &str,
+    params: &ValidateParams,
+    bytes: Vec<u8>,
+) -> crate::error::Result<String> {
+    let mut opts = params.options(st.validator.clone())?;
+    opts.drawer = st.drawer.clone();
+    let input = crate::asset::Input::from_bytes(params.filename.clone(), bytes);
+    let (report, stills) = crate::engine::validate_with_stills(input, &opts)?;
+    let keep = if params.screenshots { stills.as_ref() } else { None };
+    store_report(st, account_id, &random_id("rpt_", 24), report, keep, st.clock.now())
+}
+
+/// Renders, stores the stills, the GIF and the report; returns the report's JSON.
+pub fn render_and_store(
+    st: &AppState,
+    account_id: &str,
+    render_id: &str,
+    params: &RenderParams,
+    job: &RenderJob,
+    bytes: Vec<u8>,
+    gate: &dyn Fn() -> crate::error::Result<()>,
+) -> crate::error::Result<String> {
+    let input = crate::asset::Input::from_bytes(params.filename.clone(), bytes);
+    let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        crate::engine::render_gated(input, job, &st.drawer, gate)
+    }))
+    .unwrap_or_else(|_| Err(Error::internal("the renderer panicked")))?;
+    let now = st.clock.now();
+    let expires = now + st.config.report_ttl_s;
+    let owner = Owner { id: render_id, account_id, now, expires_at: expires };
+    let mut report = out.report;
+    report.render_id = Some(render_id.to_string());
+    report.expires_at = Some(rfc3339(expires));
+    let stored = (|| {
+        let shots = media::store_stills(st, &owner, &out.stills)?;
+        for (entry, shot) in report.screenshots.iter_mut().zip(&shots) {
+            entry.url = Some(media::url(st, shot));
+        }
+        if let (Some(gif), Some(tt)) = (&out.gif, report.turntable.as_mut()) {
+            let shot = media::store_gif(st, &owner, gif, TURNTABLE_ELEVATION, tt.size)?;
+            tt.url = Some(media::url(st, &shot));
+        }
+        let body = serde_json::to_string(&report).map_err(|e| Error::internal(e.to_string()))?;
+        st.store.put_report(render_id, account_id, now, expires, &body)?;
+        Ok(body)
+    })();
+    if stored.is_err() {
+        media::delete_owner(st, render_id);
+    }
+    stored
+}
+
+/// Runs a queued render (charged when it was queued).
+fn run_render(st: &AppState, account_id: &str, params: &RenderParams, bytes: Vec<u8>) -> crate::error::Result<String> {
+    let job = params.job()?;
+    render_and_store(st, account_id, &crate::store::random_id("rnd_", 24), params, &job, bytes, &|| Ok(()))
+}
