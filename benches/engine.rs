@@ -21,10 +21,15 @@
 //!
 //! `MESHCHECK_BENCH_RUNS` sets N (default 7, at least 5). MB here is 2^20 bytes.
 
+/// Code-built test assets, shared with the integration tests.
+#[path = "../tests/testkit.rs"]
+#[allow(dead_code, unused_imports)]
+mod testkit;
+
+use crate::testkit::{Doc, sphere};
 use meshcheck::asset::{self, Input, bundle};
 use meshcheck::engine::{self, Options, Selection};
 use meshcheck::report::{InputFormat, Report, Status};
-use meshcheck::testkit::{Doc, sphere};
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};

@@ -13,9 +13,14 @@
 //!
 //! Prints markdown on stdout (the tables in BENCHMARKS.md), progress on stderr.
 
+/// Code-built test assets, shared with the integration tests.
+#[path = "../tests/testkit.rs"]
+#[allow(dead_code, unused_imports)]
+mod testkit;
+
+use crate::testkit::{Doc, sphere};
 use meshcheck::asset::{self, Input, LoadOptions};
 use meshcheck::render::{Renderer, Request};
-use meshcheck::testkit::{Doc, sphere};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Instant;

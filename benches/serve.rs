@@ -47,9 +47,14 @@
 //! adapter (Mesa's lavapipe without a GPU); `XDG_RUNTIME_DIR` is pointed at a
 //! private temporary folder when unset, which silences Mesa's warning.
 
+/// Code-built test assets, shared with the integration tests.
+#[path = "../tests/testkit.rs"]
+#[allow(dead_code, unused_imports)]
+mod testkit;
+
+use crate::testkit::{Doc, sphere};
 use bytes::Bytes;
 use meshcheck::server::{self, AppState, Config};
-use meshcheck::testkit::{Doc, sphere};
 use std::path::PathBuf;
 use std::process::Command;
 use std::time::{Duration, Instant};

@@ -83,8 +83,17 @@
 //!
 //! Prints markdown tables on stdout and progress on stderr.
 
+/// Loopback fakes (the webhook receiver), shared with the integration tests.
+#[path = "../tests/fakes.rs"]
+#[allow(dead_code)]
+mod fakes;
+/// Code-built test assets, shared with the integration tests.
+#[path = "../tests/testkit.rs"]
+#[allow(dead_code, unused_imports)]
+mod testkit;
+
+use crate::testkit::{Doc, Layout};
 use bytes::Bytes;
-use meshcheck::testkit::{self, Doc, Layout};
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::io::BufRead;
@@ -813,23 +822,13 @@ fn stop_server(server: &mut Server) -> Result<std::process::ExitStatus, String> 
     }
 }
 
-/// A webhook receiver on 127.0.0.1: answers 200 and counts deliveries.
+/// The shared webhook receiver (tests/fakes.rs), its deliveries counted.
 async fn webhook_receiver(count: Arc<AtomicUsize>) -> (String, tokio::task::JoinHandle<()>) {
-    let listener =
-        tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap_or_else(|e| fail(format!("webhook bind: {e}")));
-    let addr = listener.local_addr().unwrap_or_else(|e| fail(format!("webhook addr: {e}")));
-    let app = axum::Router::new().route(
-        "/hook",
-        axum::routing::post(move |_body: Bytes| {
-            let count = count.clone();
-            async move {
-                count.fetch_add(1, Ordering::SeqCst);
-                "ok"
-            }
-        }),
-    );
+    let (addr, mut deliveries) = fakes::webhook_receiver(200).await;
     let task = tokio::spawn(async move {
-        let _ = axum::serve(listener, app).await;
+        while deliveries.recv().await.is_some() {
+            count.fetch_add(1, Ordering::SeqCst);
+        }
     });
     (format!("http://{addr}/hook"), task)
 }

@@ -8,9 +8,14 @@
 //! most 1.3x the bare validator's wall time; Box.glb through the warm pool
 //! under 20 ms.
 
+/// Code-built test assets, shared with the integration tests.
+#[path = "../tests/testkit.rs"]
+#[allow(dead_code, unused_imports)]
+mod testkit;
+
+use crate::testkit::{Doc, sphere};
 use meshcheck::asset::Input;
 use meshcheck::engine::{self, Options};
-use meshcheck::testkit::{Doc, sphere};
 use meshcheck::validator::Validator;
 use std::path::{Path, PathBuf};
 use std::process::Command;

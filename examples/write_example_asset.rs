@@ -1,10 +1,14 @@
 //! Writes `examples/textured-cube.glb`, the asset the README's quick start
 //! validates: a 1 m textured cube sitting on the origin, built with the
-//! testkit (so it carries no third-party licence).
+//! tests' testkit (so it carries no third-party licence).
 //!
 //! `cargo run --example write_example_asset`
 
-use meshcheck::testkit::{Doc, Image, Material, Texture, cube, png};
+#[path = "../tests/testkit.rs"]
+#[allow(dead_code, unused_imports)]
+mod testkit;
+
+use testkit::{Doc, Image, Material, Texture, cube, png};
 
 fn main() {
     let mut prim = cube(1.0);

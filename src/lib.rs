@@ -30,8 +30,6 @@ pub mod report;
 pub mod server;
 #[cfg(feature = "serve")]
 pub mod store;
-#[doc(hidden)]
-pub mod testkit;
 pub mod validator;
 #[cfg(feature = "vision")]
 pub mod vision;

@@ -34,7 +34,7 @@ const LAYERS: &[&[&str]] = &[
 /// redesign is done.
 const PENDING_CIRCLE_PARTS: &[&str] = &[];
 const PENDING_ARROWS: &[&str] = &[];
-const PENDING_PARTS: &[&str] = &["testkit"];
+const PENDING_PARTS: &[&str] = &[];
 
 /// One source file: its module path (`["asset", "scene"]`) and its text.
 struct SourceFile {

@@ -1,19 +1,17 @@
 //! Unit-style tests of every implemented check, run through the engine on
-//! assets built in code with `meshcheck::testkit`.
+//! assets built in code with `crate::testkit`.
 //!
 //! Each check gets at least one passing and one non-passing case. Assertions
 //! are on `status` and on the structured `measured` / `threshold` values,
 //! never on `message` (which is prose). Draco and meshopt inputs cannot be
 //! produced by the testkit and are covered by the corpus tests instead.
 
+use crate::testkit::{Doc, Image, Material, Mesh, Node, Prim, Texture, Trs, cube, grid, png, png_header_only, quad};
 use crate::util::{assert_schema_valid, check, measured_f64, validate_with};
 use meshcheck::asset::Input;
 use meshcheck::engine::{self, Options, Selection};
 use meshcheck::profile::Profile;
 use meshcheck::report::{CheckResult, Report, Severity, Status, Verdict};
-use meshcheck::testkit::{
-    Doc, Image, Material, Mesh, Node, Prim, Texture, Trs, cube, grid, png, png_header_only, quad,
-};
 use serde_json::{Value, json};
 
 // ---------------------------------------------------------------------------

@@ -1,8 +1,8 @@
 //! The command line as users and CI pipelines meet it: formats, exit codes,
 //! folder runs, selection, profiles and errors.
 
+use crate::testkit::{Doc, cube};
 use crate::util::{self, model, run};
-use meshcheck::testkit::{Doc, cube};
 
 fn json(out: &std::process::Output) -> serde_json::Value {
     serde_json::from_slice(&out.stdout)

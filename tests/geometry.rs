@@ -3,11 +3,11 @@
 //! mesh (proptest): invariance under triangle order, vertex permutation and
 //! rigid motion; weld idempotence; closed generated meshes have no boundary.
 
+use crate::testkit::{Doc, Node, Prim, cube, sphere};
 use crate::util::{check, measured_f64, validate_bytes, validate_with};
 use meshcheck::engine::Options;
 use meshcheck::geom::mesh::{Topology, weld};
 use meshcheck::report::Status;
-use meshcheck::testkit::{Doc, Node, Prim, cube, sphere};
 use proptest::prelude::*;
 
 fn report(doc: &Doc) -> meshcheck::report::Report {

@@ -9,12 +9,10 @@
 //! aborting, and every hostile input and fuzz reproducer goes through the
 //! binary in both modes with its peak memory measured.
 
+use crate::testkit::{Doc, Image, Layout, Material, Node, Texture, cube, glb_from_parts, png, png_header_only, zip};
 use crate::util::{assert_schema_valid, check, run, run_stdin, validate_bytes};
 use meshcheck::error::{Error, ErrorCode};
 use meshcheck::report::{InputFormat, Report, Status};
-use meshcheck::testkit::{
-    Doc, Image, Layout, Material, Node, Texture, cube, glb_from_parts, png, png_header_only, zip,
-};
 use serde_json::{Value, json};
 use std::io::Write;
 use std::time::{Duration, Instant};

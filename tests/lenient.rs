@@ -6,10 +6,10 @@
 //! not a glTF document at all is still refused with its code. Every input is
 //! built here in code from a 1 m cube.
 
+use crate::testkit::{Doc, Layout, cube, glb_from_parts};
 use crate::util::{check, validate_bytes};
 use meshcheck::error::ErrorCode;
 use meshcheck::report::{Report, Status};
-use meshcheck::testkit::{Doc, Layout, cube, glb_from_parts};
 use serde_json::{Value, json};
 use std::time::{Duration, Instant};
 
@@ -190,8 +190,8 @@ fn a_primitive_that_cannot_be_read_skips_only_itself() {
     let mut doc = Doc::single(cube(1.0));
     let mut far = cube(1.0);
     far.translate([3.0, 0.0, 0.0]);
-    doc.meshes.push(meshcheck::testkit::Mesh { primitives: vec![far] });
-    doc.nodes.push(meshcheck::testkit::Node { mesh: Some(1), ..Default::default() });
+    doc.meshes.push(crate::testkit::Mesh { primitives: vec![far] });
+    doc.nodes.push(crate::testkit::Node { mesh: Some(1), ..Default::default() });
     doc.scene_roots.push(1);
     let (mut json, bin) = doc.to_json(Layout::Glb);
     let pos = json["meshes"][1]["primitives"][0]["attributes"]["POSITION"].as_u64().unwrap() as usize;
@@ -243,7 +243,7 @@ fn a_missing_external_buffer_is_incomplete_only_when_nothing_can_be_measured() {
     // The cube's .gltf without its .bin: nothing to measure.
     let files = Doc::single(cube(1.0)).to_gltf_files("model");
     let gltf: Vec<_> = files.into_iter().filter(|(n, _)| n.ends_with(".gltf")).collect();
-    let e = validate_bytes("lonely.zip", meshcheck::testkit::zip(&gltf)).unwrap_err();
+    let e = validate_bytes("lonely.zip", crate::testkit::zip(&gltf)).unwrap_err();
     assert_eq!(e.code, ErrorCode::BundleIncomplete, "{e}");
 }
 

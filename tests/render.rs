@@ -3,12 +3,12 @@
 //! them where they belong, renders are byte-identical run to run, full mode
 //! judges RND-001..003, and `meshcheck render` keeps its limits.
 
+use crate::testkit::{self, Doc, Image, Material, Texture};
 use crate::util::{model, run};
 use meshcheck::asset::{self, Input, LoadOptions};
 use meshcheck::engine::{self, Options, RenderJob};
 use meshcheck::render::{Angle, Background, Renderer, Request, STANDARD_ANGLES, image_out};
 use meshcheck::report::{Mode, Status, Verdict};
-use meshcheck::testkit::{self, Doc, Image, Material, Texture};
 
 fn load(bytes: Vec<u8>, name: &str) -> asset::Asset {
     let opened = asset::open(Input::from_bytes(name, bytes)).unwrap();

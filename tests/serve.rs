@@ -3,6 +3,7 @@
 //! client (uploads, async jobs with webhooks, restart recovery, SSRF).
 //! Every test checks at the end that the blob folder is empty.
 
+use crate::testkit::{self, Doc, Layout};
 use crate::util::model;
 use axum::Router;
 use axum::body::Body;
@@ -12,7 +13,6 @@ use meshcheck::server::clock::{Clock, SystemClock};
 use meshcheck::server::{self, AppState, Config};
 use meshcheck::store::sqlite::SqliteStore;
 use meshcheck::store::{Blobs, DirBlobs, Store};
-use meshcheck::testkit::{self, Doc, Layout};
 use serde_json::{Value, json};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -280,12 +280,11 @@ async fn a_document_with_errors_gets_its_report_and_is_charged_as_one() {
     let s = srv();
     let (_, key) = s.account("free");
     // A node naming a mesh that does not exist, and a default scene that does not exist.
-    let (mut json, bin) =
-        meshcheck::testkit::Doc::single(meshcheck::testkit::cube(1.0)).to_json(meshcheck::testkit::Layout::Glb);
+    let (mut json, bin) = crate::testkit::Doc::single(crate::testkit::cube(1.0)).to_json(crate::testkit::Layout::Glb);
     json["nodes"].as_array_mut().unwrap().push(json!({"mesh": 9}));
     json["scenes"][0]["nodes"].as_array_mut().unwrap().push(json!(1));
     json["scene"] = json!(3);
-    let glb = meshcheck::testkit::glb_from_parts(&json, &bin);
+    let glb = crate::testkit::glb_from_parts(&json, &bin);
     let r = s.post_file(&key, &glb, &[]).await;
     let report = r.ok(200).clone();
     assert_eq!(report["stats"]["triangles"], 12);
@@ -678,27 +677,6 @@ pub(crate) async fn wait_job(s: &Srv, key: &str, job: &str, done: impl Fn(&str) 
     st
 }
 
-/// A tiny HTTP server on 127.0.0.1 recording webhook POSTs (headers and body).
-pub(crate) async fn webhook_receiver(
-    status: u16,
-) -> (SocketAddr, tokio::sync::mpsc::UnboundedReceiver<(HeaderMap, Vec<u8>)>) {
-    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
-    let app = Router::new().route(
-        "/hook",
-        axum::routing::post(move |headers: HeaderMap, body: bytes::Bytes| {
-            let tx = tx.clone();
-            async move {
-                let _ = tx.send((headers, body.to_vec()));
-                StatusCode::from_u16(status).unwrap()
-            }
-        }),
-    );
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move { axum::serve(listener, app).await });
-    (addr, rx)
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn e2e_upload_validate_by_blob_and_refetch() {
     let s = srv();
@@ -739,7 +717,7 @@ async fn e2e_upload_validate_by_blob_and_refetch() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn e2e_async_job_with_a_signed_webhook() {
-    let (hook_addr, mut hooks) = webhook_receiver(200).await;
+    let (hook_addr, mut hooks) = crate::fakes::webhook_receiver(200).await;
     let s = srv_with(|c| c.allow_exact_targets = vec![hook_addr]);
     let (_, key) = s.account("studio");
     let run = start(&s).await;
@@ -793,7 +771,7 @@ async fn e2e_async_job_with_a_signed_webhook() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn e2e_webhooks_are_retried_under_the_same_id() {
-    let (hook_addr, mut hooks) = webhook_receiver(500).await;
+    let (hook_addr, mut hooks) = crate::fakes::webhook_receiver(500).await;
     let s = srv_with(|c| {
         c.allow_exact_targets = vec![hook_addr];
         c.webhook_backoff = std::time::Duration::from_secs(1);
@@ -846,7 +824,7 @@ async fn e2e_a_hanging_webhook_target_blocks_no_worker_and_no_other_delivery() {
             let _ = accepted_tx.send(());
         }
     });
-    let (ok_addr, mut hooks) = webhook_receiver(200).await;
+    let (ok_addr, mut hooks) = crate::fakes::webhook_receiver(200).await;
     let s = srv_with(|c| {
         c.allow_exact_targets = vec![hang_addr, ok_addr];
         // Long enough that no hanging attempt ends during the test.
@@ -973,17 +951,7 @@ async fn e2e_shutdown_puts_a_running_job_back_and_a_restart_finishes_it() {
 
 /// A tiny HTTP server: `/asset.glb` serves Box.glb, `/hop` redirects to `target`.
 async fn asset_server(target: String) -> SocketAddr {
-    let app = Router::new().route("/asset.glb", axum::routing::get(|| async { box_glb() })).route(
-        "/hop",
-        axum::routing::get(move || {
-            let t = target.clone();
-            async move { (StatusCode::FOUND, [("location", t)]) }
-        }),
-    );
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move { axum::serve(listener, app).await });
-    addr
+    crate::fakes::file_host(box_glb(), target).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

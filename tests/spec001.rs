@@ -221,7 +221,7 @@ fn opts_with(v: Arc<Validator>) -> Options {
 }
 
 fn box_glb() -> Vec<u8> {
-    meshcheck::testkit::Doc::single(meshcheck::testkit::cube(1.0)).to_glb()
+    crate::testkit::Doc::single(crate::testkit::cube(1.0)).to_glb()
 }
 
 #[test]
@@ -323,7 +323,7 @@ fn a_draco_stream_that_does_not_decode_skips_the_primitive_by_its_pointer() {
     for b in bin.1.iter_mut().skip(12) {
         *b = b.wrapping_mul(31).wrapping_add(7);
     }
-    let zipped = meshcheck::testkit::zip(&files);
+    let zipped = crate::testkit::zip(&files);
     let r = util::validate_bytes("BoxDraco-broken.zip", zipped).unwrap();
     let note = r.notes.iter().find(|n| n.pointer == "/meshes/0/primitives/0").expect("a note on the primitive");
     assert!(note.message.contains("the Draco stream does not decode"), "{}", note.message);
@@ -341,7 +341,7 @@ fn a_meshopt_stream_that_does_not_decode_skips_the_primitive() {
     for b in bin.iter_mut() {
         *b = b.wrapping_mul(31).wrapping_add(7);
     }
-    let r = util::validate_bytes("broken.glb", meshcheck::testkit::glb_from_parts(&json, &bin)).unwrap();
+    let r = util::validate_bytes("broken.glb", crate::testkit::glb_from_parts(&json, &bin)).unwrap();
     let unread: Vec<_> = r.notes.iter().filter(|n| n.pointer.starts_with("/meshes/")).collect();
     assert!(!unread.is_empty(), "{:?}", r.notes);
     assert!(unread.iter().all(|n| n.message.contains("EXT_meshopt_compression")), "{unread:?}");
@@ -351,9 +351,9 @@ fn a_meshopt_stream_that_does_not_decode_skips_the_primitive() {
 #[test]
 fn a_million_messages_are_folded() {
     // 3,000 triangles naming vertices that do not exist: one validator error each index.
-    let mut prim = meshcheck::testkit::quad(1.0);
+    let mut prim = crate::testkit::quad(1.0);
     prim.indices = Some((0..9_000u32).map(|i| 100 + i).collect());
-    let r = util::validate_bytes("oob.glb", meshcheck::testkit::Doc::single(prim).to_glb()).unwrap();
+    let r = util::validate_bytes("oob.glb", crate::testkit::Doc::single(prim).to_glb()).unwrap();
     let c = check(&r, "SPEC-001");
     assert_eq!(c.status, Status::Fail);
     assert!(measured_f64(c, "errors") >= 9_000.0);

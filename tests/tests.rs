@@ -10,6 +10,8 @@ mod checks;
 mod cli;
 mod corpus;
 #[cfg(feature = "serve")]
+mod fakes;
+#[cfg(feature = "serve")]
 mod faults;
 mod generated;
 mod geometry;
@@ -22,6 +24,7 @@ mod serve;
 #[cfg(feature = "serve")]
 mod serve_media;
 mod spec001;
+mod testkit;
 mod util;
 mod uv;
 #[cfg(all(feature = "render", feature = "vision"))]

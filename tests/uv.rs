@@ -1,13 +1,13 @@
 //! UV layout checks through the engine: UV-002 (overlap), UV-004 (texel
 //! stretch) and UV-005 (island padding), on assets built in code with
-//! `meshcheck::testkit` and on the Khronos asset-auditor cubes of the shared
+//! `crate::testkit` and on the Khronos asset-auditor cubes of the shared
 //! corpus. Assertions are on status and structured `measured` values.
 
+use crate::testkit::{Doc, Image, Material, Mesh, Node, Prim, Texture, cube, png_header_only, quad};
 use crate::util::{assert_schema_valid, check, measured_f64, model, validate_with};
 use meshcheck::asset::Input;
 use meshcheck::engine::{self, Options, Selection};
 use meshcheck::report::{CheckResult, Report, Status};
-use meshcheck::testkit::{Doc, Image, Material, Mesh, Node, Prim, Texture, cube, png_header_only, quad};
 use serde_json::Value;
 
 /// Options running only the UV family (no glTF-Validator process needed).

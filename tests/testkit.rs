@@ -1,10 +1,10 @@
 //! Test fixtures: build glTF 2.0 assets as bytes, in code.
 //!
-//! This module lives in the library (hidden from the documentation) so that
-//! unit tests, the integration tests under `tests/` and the benchmarks under
-//! `benches/` can all share one small, dependency-free way of producing
-//! well-formed — or deliberately broken — glTF input without checking binary
-//! fixture files into the repository.
+//! A module of the integration-test binary (`tests/tests.rs`) that the
+//! benchmarks include too (`#[path = "../tests/testkit.rs"] mod testkit;`),
+//! so tests and benches share one small way of producing well-formed (or
+//! deliberately broken) glTF input without checking binary fixture files
+//! into the repository. It is not part of the library's API.
 //!
 //! The model is a tiny in-memory scene description ([`Doc`], [`Mesh`],
 //! [`Prim`], [`Node`], [`Material`], [`Texture`], [`Image`]) that can be
