@@ -521,7 +521,7 @@ async fn uploads_enforce_the_plan_cap_while_streaming_and_expire() {
     let begin = s.call(Request::post("/v1/uploads").header("x-api-key", &key).body(Body::empty()).unwrap()).await;
     let unused = begin.json["upload_url"].as_str().unwrap().strip_prefix("http://meshcheck.test").unwrap().to_string();
     s.clock.advance(86_400);
-    server::jobs::janitor_pass(&s.state);
+    server::janitor::janitor_pass(&s.state);
     s.assert_no_blobs();
     s.post_json("/v1/validate", &key, json!({"blob_id": blob})).await.expect(404, "NOT_FOUND");
     s.call(Request::put(&unused).header("x-api-key", &key).body(Body::from(box_glb())).unwrap())
@@ -547,10 +547,10 @@ async fn reports_expire_after_30_days_with_410() {
     let id = s.post_file(&key, &box_glb(), &[]).await.json["report_id"].as_str().unwrap().to_string();
     let path = format!("/v1/reports/{id}");
     s.clock.advance(29 * 86_400);
-    server::jobs::janitor_pass(&s.state);
+    server::janitor::janitor_pass(&s.state);
     s.get(&path, Some(&key)).await.ok(200);
     s.clock.advance(86_400);
-    server::jobs::janitor_pass(&s.state);
+    server::janitor::janitor_pass(&s.state);
     s.get(&path, Some(&key)).await.expect(410, "REPORT_EXPIRED");
     s.get(&path, Some(&other)).await.expect(404, "NOT_FOUND");
     let n: i64 = rusqlite::Connection::open(s.dir.join("meshcheck.sqlite"))

@@ -78,7 +78,7 @@ async fn render_stills_are_charged_per_block_and_served_signed() {
     assert_eq!(shots_left(&s).len(), 13);
     s.clock.advance(30 * 86_400);
     s.get(&url, None).await.expect(410, "REPORT_EXPIRED");
-    meshcheck::server::jobs::janitor_pass(&s.state);
+    meshcheck::server::janitor::janitor_pass(&s.state);
     assert!(shots_left(&s).is_empty(), "stills are deleted with their render");
     s.get(&url, None).await.expect(410, "REPORT_EXPIRED");
     s.assert_no_blobs();
@@ -235,7 +235,7 @@ async fn inspect_answers_from_fresh_and_stored_renders_and_refunds_invalid_answe
     assert_eq!(ledger(&s, &key), vec![8, 2, 8, 1]);
     // Expired: 410.
     s.clock.advance(30 * 86_400 + 1);
-    meshcheck::server::jobs::janitor_pass(&s.state);
+    meshcheck::server::janitor::janitor_pass(&s.state);
     s.post_json("/v1/inspect", &key, json!({"check": "VIS-002", "render_id": rid})).await.expect(410, "REPORT_EXPIRED");
     assert!(shots_left(&s).is_empty());
     s.assert_no_blobs();

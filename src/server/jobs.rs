@@ -1,5 +1,6 @@
-//! The persisted job queue, its workers, webhook delivery, the janitor and
-//! restart recovery.
+//! The persisted job queue: charging and queueing, its workers, restart
+//! recovery, and recording a finished job's webhook (delivered by
+//! [`super::deliveries`]); the janitor is [`super::janitor`].
 //!
 //! - A job is a row (queued, processing, done, failed) plus its input bytes
 //!   as a transient blob. It is charged when queued; a failed job is
@@ -239,112 +240,5 @@ async fn run_job(state: &AppState, job: Job) {
             queue_webhook(state, &job, "done", Some(body));
         }
         Err(e) => fail(state, &job, e),
-    }
-}
-
-/// Delivers due webhooks until shutdown, several at once, never blocking the workers.
-pub async fn webhook_sender(state: AppState) {
-    let mut stopping = state.stopping.subscribe();
-    let inflight = std::sync::Arc::new(tokio::sync::Semaphore::new(16));
-    let sending = std::sync::Arc::new(std::sync::Mutex::new(std::collections::HashSet::<String>::new()));
-    loop {
-        if state.is_stopping() {
-            return;
-        }
-        let due = state.store.due_deliveries(state.clock.now(), 64).unwrap_or_else(|e| {
-            tracing::error!(error = %e, "could not list webhooks");
-            Vec::new()
-        });
-        for d in due {
-            if !sending.lock().unwrap_or_else(|p| p.into_inner()).insert(d.id.clone()) {
-                continue;
-            }
-            let Ok(permit) = inflight.clone().acquire_owned().await else { return };
-            let st = state.clone();
-            let sending = sending.clone();
-            tokio::spawn(async move {
-                let _permit = permit;
-                deliver(&st, &d).await;
-                sending.lock().unwrap_or_else(|p| p.into_inner()).remove(&d.id);
-            });
-        }
-        tokio::select! {
-            _ = state.webhook_wake.notified() => {}
-            _ = stopping.changed() => {}
-            _ = tokio::time::sleep(Duration::from_millis(500)) => {}
-        }
-    }
-}
-
-async fn deliver(state: &AppState, d: &Delivery) {
-    let account = match state.store.account(&d.account_id) {
-        Ok(Some(a)) => a,
-        _ => {
-            let _ = state.store.update_delivery(&d.id, "failed", d.attempts, d.next_at, None);
-            return;
-        }
-    };
-    let now = state.clock.now();
-    let headers = super::webhook::headers(&account.webhook_secret, &d.id, now, d.body.as_bytes());
-    let outcome =
-        state.webhook_fetcher.post(&d.url, &headers, d.body.clone().into_bytes(), state.config.webhook_timeout).await;
-    let attempts = d.attempts + 1;
-    let status = outcome.as_ref().ok().map(|s| *s as i64);
-    let ok = matches!(outcome, Ok(s) if (200..300).contains(&s));
-    let (st, next) = if ok {
-        ("delivered", now)
-    } else if attempts >= state.config.webhook_attempts {
-        ("failed", now)
-    } else {
-        let backoff = state.config.webhook_backoff.as_secs_f64() * 2f64.powi(attempts as i32 - 1);
-        ("pending", now + backoff.ceil() as i64)
-    };
-    match &outcome {
-        Ok(s) => tracing::info!(webhook = %d.id, job = %d.job_id, status = s, attempts, state = st, "webhook attempt"),
-        Err(e) => {
-            tracing::warn!(webhook = %d.id, job = %d.job_id, error = %e, attempts, state = st, "webhook attempt failed")
-        }
-    }
-    if let Err(e) = state.store.update_delivery(&d.id, st, attempts, next, status) {
-        tracing::error!(error = %e, "could not record a webhook attempt");
-    }
-}
-
-/// Hard-deletes expired reports and renders (leaving tombstones), their
-/// stored stills, and unused uploads; returns (reports, uploads).
-pub fn janitor_pass(state: &AppState) -> (usize, usize) {
-    let now = state.clock.now();
-    let reports = state.store.expire_reports(now).unwrap_or_else(|e| {
-        tracing::error!(error = %e, "report expiry failed");
-        0
-    });
-    let uploads = match state.store.expire_uploads(now) {
-        Ok(list) => {
-            for u in &list {
-                let _ = state.blobs.delete(&u.blob_id);
-            }
-            list.len()
-        }
-        Err(e) => {
-            tracing::error!(error = %e, "upload expiry failed");
-            0
-        }
-    };
-    let screenshots = super::media::expire(state, now);
-    if reports + uploads + screenshots > 0 {
-        tracing::info!(reports, uploads, screenshots, "janitor deleted expired data");
-    }
-    (reports, uploads)
-}
-
-/// Runs [`janitor_pass`] every `janitor_every` until shutdown.
-pub async fn janitor(state: AppState) {
-    let mut stopping = state.stopping.subscribe();
-    loop {
-        janitor_pass(&state);
-        tokio::select! {
-            _ = stopping.wait_for(|s| *s) => return,
-            _ = tokio::time::sleep(state.config.janitor_every) => {}
-        }
     }
 }

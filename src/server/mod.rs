@@ -15,7 +15,8 @@
 //!   the synchronous handlers and the queue alike.
 //! - [`validate`]: POST /v1/validate (multipart and JSON: file, url, blob_id).
 //! - [`uploads`]: POST /v1/uploads and PUT /v1/uploads/{id}.
-//! - [`jobs`]: the persisted queue, its workers, webhooks, the janitor, restart recovery.
+//! - [`jobs`]: the persisted queue, its workers, restart recovery.
+//! - [`deliveries`]: webhook delivery; [`janitor`]: expiry of stored data.
 //! - [`resources`]: GET /v1/jobs/{id}, /v1/reports/{id}, /v1/account.
 //! - [`public`]: /v1/openapi.json, /v1/schema/{name}.json, /llms.txt, /healthz.
 //! - [`fetch`]: the SSRF-guarded HTTP client for `url` and webhooks.
@@ -30,11 +31,13 @@
 pub mod auth;
 pub mod billing;
 pub mod clock;
+pub mod deliveries;
 pub mod demo;
 pub mod error;
 pub mod fetch;
 pub mod input;
 pub mod inspect;
+pub mod janitor;
 pub mod jobs;
 pub mod media;
 pub mod metering;
@@ -110,8 +113,8 @@ pub async fn serve(
     for _ in 0..state.config.workers.max(1) {
         tasks.spawn(jobs::worker(state.clone()));
     }
-    tasks.spawn(jobs::webhook_sender(state.clone()));
-    tasks.spawn(jobs::janitor(state.clone()));
+    tasks.spawn(deliveries::webhook_sender(state.clone()));
+    tasks.spawn(janitor::janitor(state.clone()));
     let app = router(state.clone()).into_make_service_with_connect_info::<SocketAddr>();
     let stop_state = state.clone();
     let result = axum::serve(listener, app)
