@@ -28,14 +28,6 @@ const LAYERS: &[&[&str]] = &[
     &["error"],
 ];
 
-/// Issue 18 lands in green steps: the circles and arrows not yet removed are
-/// listed here, and the tests fail both on anything new and on an entry that
-/// no longer occurs, so these lists only shrink. Both are empty when the
-/// redesign is done.
-const PENDING_CIRCLE_PARTS: &[&str] = &[];
-const PENDING_ARROWS: &[&str] = &[];
-const PENDING_PARTS: &[&str] = &[];
-
 /// One source file: its module path (`["asset", "scene"]`) and its text.
 struct SourceFile {
     rel: String,
@@ -541,30 +533,21 @@ fn every_part_is_in_a_layer() {
     let (files, _) = load();
     let unknown: BTreeSet<&str> =
         files.iter().map(|f| part(&f.rel)).filter(|p| *p != "lib" && rank(p).is_none()).collect();
-    let unknown: BTreeSet<&str> = unknown.into_iter().filter(|p| !PENDING_PARTS.contains(p)).collect();
     assert!(unknown.is_empty(), "parts missing from LAYERS (and docs/architecture.md): {unknown:?}");
 }
 
 #[test]
 fn arrows_run_only_downward() {
     let (_, edges) = load();
-    let all = upward_arrows(&edges);
-    let gone: Vec<&&str> = PENDING_ARROWS.iter().filter(|a| !all.iter().any(|x| x == **a)).collect();
-    assert!(gone.is_empty(), "remove these from PENDING_ARROWS, they no longer occur: {gone:?}");
-    let up: Vec<String> = all.into_iter().filter(|a| !PENDING_ARROWS.contains(&a.as_str())).collect();
+    let up = upward_arrows(&edges);
     assert!(up.is_empty(), "{} arrows run against the layers (docs/architecture.md):\n{}", up.len(), up.join("\n"));
 }
 
 #[test]
 fn no_two_files_use_each_other() {
     let (_, edges) = load();
-    let all = circles(&edges);
-    let involved: BTreeSet<&str> = all.iter().flatten().map(|f| part(f)).collect();
-    let gone: Vec<&&str> = PENDING_CIRCLE_PARTS.iter().filter(|p| !involved.contains(**p)).collect();
-    assert!(gone.is_empty(), "remove these from PENDING_CIRCLE_PARTS, no circle runs through them: {gone:?}");
-    let found: Vec<String> = all
+    let found: Vec<String> = circles(&edges)
         .iter()
-        .filter(|comp| !comp.iter().all(|f| PENDING_CIRCLE_PARTS.contains(&part(f))))
         .map(|comp| {
             format!(
                 "{} (circle of {} files: {})",
