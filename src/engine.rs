@@ -6,7 +6,7 @@
 
 use crate::asset::{self, Asset, Input};
 use crate::checks::catalog::{self, CATALOG, CheckDef};
-use crate::checks::{CheckOutput, Ctx, Outcome};
+use crate::checks::{CheckOutput, Comparison, Ctx};
 use crate::error::{Error, ErrorCode, Result};
 use crate::profile::Profile;
 use crate::report::{self, CheckResult, EngineInfo, Mode, ProfileInfo, Report, Severity, Stats, Status};
@@ -330,10 +330,10 @@ fn run_check(
     }
     let status = match (m.outcome, severity) {
         (_, Severity::Info) => Status::Pass,
-        (Outcome::Within, _) => Status::Pass,
-        (Outcome::WarnBand, _) => Status::Warn,
-        (Outcome::Breach, Severity::Error) => Status::Fail,
-        (Outcome::Breach, Severity::Warning) => Status::Warn,
+        (Comparison::Within, _) => Status::Pass,
+        (Comparison::WarnBand, _) => Status::Warn,
+        (Comparison::Breach, Severity::Error) => Status::Fail,
+        (Comparison::Breach, Severity::Warning) => Status::Warn,
     };
     CheckResult {
         id: def.id.into(),

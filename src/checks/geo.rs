@@ -1,7 +1,7 @@
 //! GEO: open boundaries, winding, degenerate triangles and floating debris,
 //! all on the scene's one welded world mesh ([`crate::asset::scene::WorldMesh`]).
 
-use super::{CheckOutput, Ctx, Obj, Outcome, count, measured, short};
+use super::{CheckOutput, Comparison, Ctx, Obj, count, measured, short};
 use crate::asset::scene::WorldMesh;
 use crate::geom::mat4::Aabb;
 use crate::geom::mesh::shape;
@@ -86,11 +86,11 @@ pub fn winding(cx: &Ctx<'_>) -> CheckOutput {
     let pct = if faces > 0 { flipped.len() as f64 / faces as f64 * 100.0 } else { 0.0 };
     let max = cx.profile.get("flipped_pct");
     let outcome = if pct > max {
-        Outcome::Breach
+        Comparison::Breach
     } else if !flipped.is_empty() {
-        Outcome::WarnBand
+        Comparison::WarnBand
     } else {
-        Outcome::Within
+        Comparison::Within
     };
     let locations = primitive_pointers(cx, w, flipped.iter().copied());
     measured(

@@ -47,7 +47,7 @@ pub type RenderRun = std::convert::Infallible;
 
 /// How a measurement compares with its threshold.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Outcome {
+pub enum Comparison {
     /// Within the threshold.
     Within,
     /// In the check's documented warn band (warn whatever the severity).
@@ -64,7 +64,7 @@ pub struct Measurement {
     /// Thresholds compared against.
     pub threshold: Map<String, Value>,
     /// The comparison.
-    pub outcome: Outcome,
+    pub outcome: Comparison,
     /// One sentence with the numbers in it.
     pub message: String,
 }
@@ -126,13 +126,13 @@ impl Obj {
 }
 
 /// A measurement from its parts.
-pub fn measured(measured: Obj, threshold: Obj, outcome: Outcome, message: String) -> CheckOutput {
+pub fn measured(measured: Obj, threshold: Obj, outcome: Comparison, message: String) -> CheckOutput {
     CheckOutput::Measured(Measurement { measured: measured.0, threshold: threshold.0, outcome, message })
 }
 
 /// Breach when `value > max`.
-pub fn over(value: f64, max: f64) -> Outcome {
-    if value > max { Outcome::Breach } else { Outcome::Within }
+pub fn over(value: f64, max: f64) -> Comparison {
+    if value > max { Comparison::Breach } else { Comparison::Within }
 }
 
 /// Formats an integer with thousands separators: 1234567 -> "1,234,567".

@@ -6,7 +6,7 @@
 
 use super::{CheckOutput, Ctx};
 #[cfg(feature = "render")]
-use super::{Obj, Outcome, measured, short};
+use super::{Comparison, Obj, measured, short};
 #[cfg(feature = "render")]
 use crate::render::Rendered;
 #[cfg(feature = "render")]
@@ -50,13 +50,13 @@ pub fn renders(cx: &Ctx<'_>) -> CheckOutput {
                 .int("draw_calls", r.draw_calls)
                 .val("notes", Value::Array(r.notes.iter().map(|n| Value::String(n.clone())).collect())),
             Obj::new(),
-            Outcome::Within,
+            Comparison::Within,
             format!("the {} standard views rendered", r.stills.len()),
         ),
         Err(why) => measured(
             Obj::new().int("views", views).int("rendered", 0).val("error", Value::String(why.clone())),
             Obj::new(),
-            Outcome::Breach,
+            Comparison::Breach,
             format!("the standard views could not be rendered: {why}"),
         ),
     }
@@ -90,7 +90,7 @@ pub fn visible_pixels(cx: &Ctx<'_>) -> CheckOutput {
             .num("min_visible_pct", min)
             .int("empty_views", empty.len() as u64),
         Obj::new().int("max_empty_views", 0),
-        if empty.is_empty() { Outcome::Within } else { Outcome::Breach },
+        if empty.is_empty() { Comparison::Within } else { Comparison::Breach },
         message,
     )
 }
@@ -105,7 +105,7 @@ pub fn coverage(cx: &Ctx<'_>) -> CheckOutput {
     let n = r.stills.len().max(1) as f64;
     let mean = pct2(r.stills.iter().map(|s| s.visible_pct()).sum::<f64>() / n);
     let min = cx.profile.get("min_coverage_pct");
-    let outcome = if mean < min { Outcome::Breach } else { Outcome::Within };
+    let outcome = if mean < min { Comparison::Breach } else { Comparison::Within };
     let verdict = if mean < min { "below" } else { "at or above" };
     measured(
         Obj::new().num("coverage_pct", mean).int("views", r.stills.len() as u64),

@@ -1,7 +1,7 @@
 //! SPEC: external references and file size. (SPEC-001, the reference
 //! validator, arrives with the validator bridge.)
 
-use super::{CheckOutput, Ctx, MAX_LOCATIONS, Obj, Outcome, bytes_h, measured, over};
+use super::{CheckOutput, Comparison, Ctx, MAX_LOCATIONS, Obj, bytes_h, measured, over};
 use serde_json::{Value, json};
 
 /// SPEC-003.
@@ -13,7 +13,7 @@ pub fn references(cx: &Ctx<'_>) -> CheckOutput {
         .take(MAX_LOCATIONS)
         .map(|r| json!({"pointer": r.pointer, "uri": r.uri, "reason": r.reason.clone().unwrap_or_default()}))
         .collect();
-    let outcome = if unresolved.is_empty() { Outcome::Within } else { Outcome::Breach };
+    let outcome = if unresolved.is_empty() { Comparison::Within } else { Comparison::Breach };
     let message = match unresolved.first() {
         None if refs.is_empty() => "no external references".to_string(),
         None if refs.len() == 1 => "the one reference resolves".to_string(),
@@ -66,11 +66,11 @@ pub fn validator(cx: &Ctx<'_>) -> CheckOutput {
         Some(Ok(o)) => o,
     };
     let outcome_kind = if outcome.errors > 0 {
-        Outcome::Breach
+        Comparison::Breach
     } else if outcome.warnings > 0 {
-        Outcome::WarnBand
+        Comparison::WarnBand
     } else {
-        Outcome::Within
+        Comparison::Within
     };
     let first_error = outcome.messages.iter().find(|m| m.get("severity").and_then(Value::as_str) == Some("error"));
     let first = first_error.or(outcome.messages.first()).map(|m| {

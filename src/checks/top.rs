@@ -2,7 +2,7 @@
 //! judge), on the scene's one welded world mesh.
 
 use super::geo::{degenerate_flags, primitive_pointers, world};
-use super::{CheckOutput, Ctx, Obj, Outcome, measured, short};
+use super::{CheckOutput, Comparison, Ctx, Obj, measured, short};
 use crate::geom::mesh::{cross, dot, len, shape, sub};
 use rayon::prelude::*;
 use serde_json::{Map, Value};
@@ -94,7 +94,7 @@ pub fn quad_reconstructibility(cx: &Ctx<'_>) -> CheckOutput {
         Obj::new()
             .num("max_face_angle_deg", QUAD_MAX_FACE_ANGLE_DEG)
             .num("corner_tolerance_deg", QUAD_CORNER_TOLERANCE_DEG),
-        Outcome::Within,
+        Comparison::Within,
         format!("{}% of triangles pair into {quads} planar, convex, near-square quads", short(pct)),
     )
 }
@@ -150,7 +150,7 @@ pub fn valence_regularity(cx: &Ctx<'_>) -> CheckOutput {
             .int("interior_vertices", interior)
             .val("valence_histogram", Value::Object(histogram)),
         Obj::new().int("regular_valence", REGULAR_VALENCE),
-        Outcome::Within,
+        Comparison::Within,
         format!("{}% of {interior} interior vertices have valence {REGULAR_VALENCE}", short(pct)),
     )
 }
@@ -181,7 +181,7 @@ pub fn triangle_regularity(cx: &Ctx<'_>) -> CheckOutput {
     measured(
         Obj::new().num("quality_mean", mean).num("quality_p5", p5).int("triangles", q.len() as u64),
         Obj::new(),
-        Outcome::Within,
+        Comparison::Within,
         format!(
             "triangle quality mean {} and 5th percentile {} (1 = equilateral, 0 = degenerate)",
             short(mean),
@@ -229,7 +229,7 @@ pub fn hard_edges(cx: &Ctx<'_>) -> CheckOutput {
             .num("interior_edge_length_m", total_len)
             .locations(&locations),
         Obj::new().param(cx.profile, "hard_angle_deg").param(cx.profile, "weld_tolerance"),
-        Outcome::Within,
+        Comparison::Within,
         format!(
             "{}% of interior edge length is hard ({hard} edges at {} degrees or more)",
             short(pct),

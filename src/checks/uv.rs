@@ -2,7 +2,7 @@
 //! and the quality of the layouts: overlap (UV-002), texel stretch (UV-004)
 //! and island padding (UV-005), measured by `geom::uv` per texture space.
 
-use super::{CheckOutput, Ctx, MAX_LOCATIONS, Obj, Outcome, count, measured, over, short, thousands};
+use super::{CheckOutput, Comparison, Ctx, MAX_LOCATIONS, Obj, count, measured, over, short, thousands};
 use crate::asset::material::{texture_image, texture_slots};
 use crate::asset::scene::{Instance, Primitive};
 use crate::geom::mat4;
@@ -38,7 +38,7 @@ pub fn missing_uvs(cx: &Ctx<'_>) -> CheckOutput {
         .take(MAX_LOCATIONS)
         .map(|(p, m, s)| json!({"pointer": p, "material": m, "tex_coord": s}))
         .collect();
-    let outcome = if cases.is_empty() { Outcome::Within } else { Outcome::Breach };
+    let outcome = if cases.is_empty() { Comparison::Within } else { Comparison::Breach };
     let message = match cases.first() {
         None if textured == 0 => "no drawn primitive samples a texture".to_string(),
         None if textured == 1 => "the textured primitive has the UV sets its material reads".to_string(),
@@ -200,7 +200,7 @@ pub fn overlap(cx: &Ctx<'_>) -> CheckOutput {
             thousands(s.overlapping_texels),
             thousands(s.covered_texels),
             s.plan.resolution(),
-            if outcome == Outcome::Breach { "over" } else { "within" },
+            if outcome == Comparison::Breach { "over" } else { "within" },
             short(max)
         )
     };
@@ -284,7 +284,7 @@ pub fn stretch(cx: &Ctx<'_>) -> CheckOutput {
         "{}% of the surface in TEXCOORD_{set} is stretched beyond {}:1 ({p95_text}), {} the {}% limit",
         short(s.stretched_area_pct),
         short(max_ratio),
-        if outcome == Outcome::Breach { "over" } else { "within" },
+        if outcome == Comparison::Breach { "over" } else { "within" },
         short(max_pct)
     );
     measured(
@@ -340,8 +340,8 @@ pub fn padding(cx: &Ctx<'_>) -> CheckOutput {
     let (g, s) = &rows[0];
     let found = s.min_gap_px;
     let outcome = match found {
-        Some(x) if x < min => Outcome::Breach,
-        _ => Outcome::Within,
+        Some(x) if x < min => Comparison::Breach,
+        _ => Comparison::Within,
     };
     let message = match found {
         None => format!(
@@ -354,7 +354,7 @@ pub fn padding(cx: &Ctx<'_>) -> CheckOutput {
             short(x),
             g.label(),
             s.plan.resolution(),
-            if outcome == Outcome::Breach { "under" } else { "within" },
+            if outcome == Comparison::Breach { "under" } else { "within" },
             short(min),
             count(pairs, "island pair", "island pairs")
         ),

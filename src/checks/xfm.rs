@@ -1,6 +1,6 @@
 //! XFM: real-world scale, origin placement and node scale.
 
-use super::{CheckOutput, Ctx, Obj, Outcome, count, measured, short};
+use super::{CheckOutput, Comparison, Ctx, Obj, count, measured, short};
 use crate::asset::scene::local_matrix;
 use crate::geom::mat4::{self, Mat4};
 use std::collections::BTreeSet;
@@ -16,9 +16,9 @@ pub fn real_world_scale(cx: &Ctx<'_>) -> CheckOutput {
     let size = b.size();
     let largest = size.iter().copied().fold(0.0, f64::max);
     let (min, max) = (cx.profile.get("min_extent"), cx.profile.get("max_extent"));
-    let outcome = if largest < min || largest > max { Outcome::Breach } else { Outcome::Within };
+    let outcome = if largest < min || largest > max { Comparison::Breach } else { Comparison::Within };
     let message = match outcome {
-        Outcome::Within => format!("largest side {} m, within {}..{} m", short(largest), short(min), short(max)),
+        Comparison::Within => format!("largest side {} m, within {}..{} m", short(largest), short(min), short(max)),
         _ if largest < min => {
             format!("largest side {} m is under {} m: the asset may be in the wrong units", short(largest), short(min))
         }
@@ -60,8 +60,8 @@ pub fn origin_placement(cx: &Ctx<'_>) -> CheckOutput {
     let center_pct = dist(c) / diag * 100.0;
     let max = cx.profile.get("max_origin_offset_pct");
     let best = bottom_pct.min(center_pct);
-    let outcome = if best > max { Outcome::Breach } else { Outcome::Within };
-    let message = if outcome == Outcome::Within {
+    let outcome = if best > max { Comparison::Breach } else { Comparison::Within };
+    let message = if outcome == Comparison::Within {
         let at = if bottom_pct <= center_pct { "bottom centre" } else { "centre" };
         format!("origin is {}% of the diagonal from the {at}, within {}%", short(best), short(max))
     } else {
@@ -145,7 +145,7 @@ pub fn node_scale(cx: &Ctx<'_>) -> CheckOutput {
         }
     }
     let flagged = locations.len();
-    let outcome = if flagged > 0 { Outcome::Breach } else { Outcome::Within };
+    let outcome = if flagged > 0 { Comparison::Breach } else { Comparison::Within };
     let message = if flagged == 0 {
         format!(
             "{} and {} have uniform, positive scale",

@@ -19,7 +19,7 @@ pub struct Job {
 }
 
 /// One input's result.
-pub struct Outcome {
+pub struct FileResult {
     /// What was validated.
     pub job: Job,
     /// The report, or why there is none.
@@ -33,7 +33,7 @@ pub fn emit(text: &str) {
     let _ = out.flush();
 }
 
-fn error_value(o: &Outcome, with_file: bool) -> serde_json::Value {
+fn error_value(o: &FileResult, with_file: bool) -> serde_json::Value {
     let Err(e) = &o.result else { unreachable!("error_value on a report") };
     let mut v = e.envelope();
     if with_file && let Some(map) = v.as_object_mut() {
@@ -45,8 +45,8 @@ fn error_value(o: &Outcome, with_file: bool) -> serde_json::Value {
 /// JSON: the report object (or error envelope) for a single input; an
 /// array in path order for several, where a failed input is
 /// `{"error": {...}, "file": PATH}`.
-pub fn json(outcomes: &[Outcome], single: bool) -> String {
-    let value = |o: &Outcome| match &o.result {
+pub fn json(outcomes: &[FileResult], single: bool) -> String {
+    let value = |o: &FileResult| match &o.result {
         Ok(r) => serde_json::to_value(r).expect("a report serialises"),
         Err(_) => error_value(o, !single),
     };
@@ -57,7 +57,7 @@ pub fn json(outcomes: &[Outcome], single: bool) -> String {
 }
 
 /// Writes one `NAME.report.json` per input under `dir`.
-pub fn write_reports(dir: &Path, outcomes: &[Outcome]) -> Result<()> {
+pub fn write_reports(dir: &Path, outcomes: &[FileResult]) -> Result<()> {
     let fail =
         |e: std::io::Error, p: &Path| crate::error::Error::bad_request(format!("cannot write {}: {e}", p.display()));
     for o in outcomes {
@@ -95,7 +95,7 @@ fn xml_escape(s: &str) -> String {
 /// JUnit XML: a testsuite per file, a testcase per check. Fail is a
 /// `<failure>`, warn passes with the message in `<system-out>`, skipped is
 /// `<skipped>`; a file that cannot be validated is one testcase with `<error>`.
-pub fn junit(outcomes: &[Outcome]) -> String {
+pub fn junit(outcomes: &[FileResult]) -> String {
     let mut s = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"meshcheck\">\n");
     for o in outcomes {
         let name = xml_escape(&o.job.display);
@@ -183,7 +183,7 @@ fn new_table(colour: bool) -> Table {
 /// The terminal table: one table per file (a row per check: status, and the
 /// message that states measured against threshold), then for several files
 /// a summary of every file and the list of those that failed.
-pub fn table(outcomes: &[Outcome], colour: bool) -> String {
+pub fn table(outcomes: &[FileResult], colour: bool) -> String {
     let mut s = String::new();
     for o in outcomes {
         match &o.result {

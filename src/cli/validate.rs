@@ -5,7 +5,7 @@
 //! number of files validated at once (all cores by default).
 
 use super::diag;
-use super::output::{self, Job, Outcome};
+use super::output::{self, FileResult, Job};
 use super::values::positive_seconds;
 use crate::asset::Input;
 use crate::engine::{self, Options, Selection};
@@ -211,7 +211,7 @@ fn read_input(job: &Job) -> Result<Input> {
 /// Validates one job. With `shots_dir` (full mode, `--screenshots`), the
 /// standard stills are written into `shots_dir/NAME-screenshots/` and listed
 /// in the report.
-pub fn validate_job(job: &Job, opts: &Options, shots_dir: Option<&Path>) -> Outcome {
+pub fn validate_job(job: &Job, opts: &Options, shots_dir: Option<&Path>) -> FileResult {
     let result = read_input(job).and_then(|input| match shots_dir {
         None => engine::validate(input, opts),
         Some(base) => {
@@ -222,7 +222,7 @@ pub fn validate_job(job: &Job, opts: &Options, shots_dir: Option<&Path>) -> Outc
             Ok(report)
         }
     });
-    Outcome { job: job.clone(), result }
+    FileResult { job: job.clone(), result }
 }
 
 #[cfg(not(feature = "render"))]
@@ -274,7 +274,7 @@ pub const CLI_WORKER_RENDERS: u32 = 8;
 pub const CLI_WORKER_RSS: u64 = 320 << 20;
 
 /// The exit code for one outcome.
-pub fn exit_code(outcome: &Outcome, fail_on: FailOn) -> i32 {
+pub fn exit_code(outcome: &FileResult, fail_on: FailOn) -> i32 {
     match &outcome.result {
         Ok(r) => match (r.verdict, fail_on) {
             (Verdict::Fail, _) | (Verdict::Warn, FailOn::Warn) => 1,
@@ -322,7 +322,7 @@ pub fn run(args: ValidateArgs) -> Result<i32> {
         );
         bar
     });
-    let outcomes: Vec<Outcome> = pool.install(|| {
+    let outcomes: Vec<FileResult> = pool.install(|| {
         jobs.par_iter()
             .map(|job| {
                 let o = validate_job(job, &opts, shots_dir.as_deref());

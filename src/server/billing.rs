@@ -278,7 +278,7 @@ struct Change {
 
 /// How an event ended.
 #[derive(Debug, Clone, PartialEq)]
-enum Outcome {
+enum EventOutcome {
     Applied(String),
     Ignored(String),
     Duplicate,
@@ -398,7 +398,7 @@ fn find_account(state: &AppState, ch: &Change) -> crate::error::Result<Option<Ac
 }
 
 /// Applies a change to its account (guarded against stale subscriptions).
-fn apply(state: &AppState, ch: &Change) -> crate::error::Result<Outcome> {
+fn apply(state: &AppState, ch: &Change) -> crate::error::Result<EventOutcome> {
     let Some(account) = find_account(state, ch)? else {
         tracing::warn!(
             subscription = %ch.subscription,
@@ -406,17 +406,17 @@ fn apply(state: &AppState, ch: &Change) -> crate::error::Result<Outcome> {
             hint = ch.account_hint.as_deref(),
             "Stripe event for no known account; acknowledged and ignored"
         );
-        return Ok(Outcome::Ignored("no account matches this event".into()));
+        return Ok(EventOutcome::Ignored("no account matches this event".into()));
     };
     let current = account.subscription_provider.as_ref().and(account.subscription_id.as_deref());
     let sub = ch.subscription.as_str();
     let customer = ch.customer.as_deref();
     let (plan, provider, subscription) = match ch.target {
         Target::Subscribe { from_checkout: true, .. } if current == Some(sub) => {
-            return Ok(Outcome::Ignored(format!("subscription {sub} is already the account's")));
+            return Ok(EventOutcome::Ignored(format!("subscription {sub} is already the account's")));
         }
         Target::Subscribe { from_checkout: false, .. } if current.is_some_and(|c| c != sub) => {
-            return Ok(Outcome::Ignored(format!("subscription {sub} is not the account's current subscription")));
+            return Ok(EventOutcome::Ignored(format!("subscription {sub} is not the account's current subscription")));
         }
         Target::Subscribe { plan, .. } => (plan, Some("stripe"), Some(sub)),
         Target::CustomerOnly => {
@@ -428,20 +428,20 @@ fn apply(state: &AppState, ch: &Change) -> crate::error::Result<Outcome> {
                 account.subscription_id.as_deref(),
             )?;
             tracing::info!(account = %account.id, "checkout completed with the payment pending: customer recorded");
-            return Ok(Outcome::Applied("payment pending: customer recorded, plan unchanged".into()));
+            return Ok(EventOutcome::Applied("payment pending: customer recorded, plan unchanged".into()));
         }
         Target::End if current != Some(sub) => {
-            return Ok(Outcome::Ignored(format!("subscription {sub} is not the account's current subscription")));
+            return Ok(EventOutcome::Ignored(format!("subscription {sub} is not the account's current subscription")));
         }
         Target::End => ("free", None, None),
     };
     state.store.set_billing(&account.id, plan, customer, provider, subscription)?;
     tracing::info!(account = %account.id, from = %account.plan, to = plan, subscription = sub, "billing applied");
-    Ok(Outcome::Applied(format!("plan {plan}")))
+    Ok(EventOutcome::Applied(format!("plan {plan}")))
 }
 
 /// Verifies, de-duplicates and applies one event.
-async fn handle(state: &AppState, cfg: &StripeConfig, id: &str, kind: &str, obj: &Value) -> ApiResult<Outcome> {
+async fn handle(state: &AppState, cfg: &StripeConfig, id: &str, kind: &str, obj: &Value) -> ApiResult<EventOutcome> {
     let change = match kind {
         "checkout.session.completed" | "checkout.session.async_payment_succeeded" => {
             checkout_change(cfg, kind, obj).await?
@@ -449,17 +449,17 @@ async fn handle(state: &AppState, cfg: &StripeConfig, id: &str, kind: &str, obj:
         "customer.subscription.created" | "customer.subscription.updated" | "customer.subscription.deleted" => {
             subscription_change(cfg, kind, obj)
         }
-        _ => return Ok(Outcome::Ignored(format!("meshcheck does not use {kind} events"))),
+        _ => return Ok(EventOutcome::Ignored(format!("meshcheck does not use {kind} events"))),
     };
     let change = match change {
         Ok(c) => c,
-        Err(why) => return Ok(Outcome::Ignored(why)),
+        Err(why) => return Ok(EventOutcome::Ignored(why)),
     };
     // Recorded before applying: a redelivery is never applied twice. What
     // can fail for a passing reason (a call to Stripe) ran above, so only a
     // database failure here loses an event (logged as INTERNAL).
     if !state.store.first_billing_event(id, kind, state.clock.now())? {
-        return Ok(Outcome::Duplicate);
+        return Ok(EventOutcome::Duplicate);
     }
     Ok(apply(state, &change)?)
 }
@@ -502,15 +502,15 @@ pub async fn webhook(State(state): State<AppState>, headers: HeaderMap, body: Bo
     };
     let outcome = handle(&state, cfg, id, kind, obj).await?;
     let body = match &outcome {
-        Outcome::Applied(what) => {
+        EventOutcome::Applied(what) => {
             tracing::info!(event = id, kind, "Stripe event applied: {what}");
             json!({"received": true, "result": "applied"})
         }
-        Outcome::Ignored(why) => {
+        EventOutcome::Ignored(why) => {
             tracing::info!(event = id, kind, "Stripe event ignored: {why}");
             json!({"received": true, "result": "ignored", "reason": why})
         }
-        Outcome::Duplicate => {
+        EventOutcome::Duplicate => {
             tracing::info!(event = id, kind, "Stripe event already applied");
             json!({"received": true, "result": "duplicate"})
         }

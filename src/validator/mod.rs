@@ -26,7 +26,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 /// What SPEC-001 got from the validator: its outcome, or why it did not run.
-pub type SpecRun = std::result::Result<Outcome, Failure>;
+pub type SpecRun = std::result::Result<Findings, Failure>;
 
 /// The driver, embedded in the binary.
 pub const DRIVER_JS: &str = include_str!("driver.js");
@@ -43,7 +43,7 @@ pub const FIX_COMMAND: &str = "npm ci   (in the meshcheck folder; or: npm instal
 /// The validator's folded report for one file.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct Outcome {
+pub struct Findings {
     /// Version string the validator reports.
     pub validator_version: String,
     /// Total errors.
@@ -263,7 +263,7 @@ impl Process {
         bytes: &[u8],
         resolver: &dyn Resolver,
         timeout: Duration,
-    ) -> std::result::Result<Outcome, Failure> {
+    ) -> std::result::Result<Findings, Failure> {
         let id = self.next_id;
         self.next_id += 1;
         let deadline = Instant::now() + timeout;
@@ -368,7 +368,7 @@ impl Validator {
 
     /// Validates one file's main bytes, serving external resources from `resolver`.
     /// `uri` is the name shown in messages (a file name, never a local path).
-    pub fn validate(&self, uri: &str, bytes: &[u8], resolver: &dyn Resolver) -> std::result::Result<Outcome, Failure> {
+    pub fn validate(&self, uri: &str, bytes: &[u8], resolver: &dyn Resolver) -> std::result::Result<Findings, Failure> {
         let taken = self.idle.lock().map(|mut v| v.pop()).unwrap_or(None);
         let mut process = match taken {
             Some(p) => p,
