@@ -35,6 +35,8 @@ pub mod deliveries;
 pub mod demo;
 pub mod error;
 pub mod fetch;
+pub mod fetch_policy;
+pub mod fetch_resolve;
 pub mod input;
 pub mod inspect;
 pub mod janitor;
