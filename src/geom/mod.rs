@@ -5,4 +5,5 @@ pub mod flat;
 pub mod mat4;
 pub mod mesh;
 pub mod topology;
+pub mod unionfind;
 pub mod uv;

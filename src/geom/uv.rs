@@ -11,6 +11,7 @@
 //! rasteriser visit more than [`RASTER_WORK_BUDGET`] texels is measured at a
 //! halved resolution (the [`RasterPlan::scale`] says by how much).
 
+use super::unionfind::UnionFind;
 use std::cmp::Ordering;
 
 /// Largest raster side in texels; larger textures are measured at this size.
@@ -505,24 +506,6 @@ fn uv_key(p: [f32; 2]) -> u64 {
     (bits(p[0]) as u64) << 32 | bits(p[1]) as u64
 }
 
-fn find(parent: &mut [u32], mut x: u32) -> u32 {
-    while parent[x as usize] != x {
-        let p = parent[parent[x as usize] as usize];
-        parent[x as usize] = p;
-        x = p;
-    }
-    x
-}
-
-fn union(parent: &mut [u32], a: u32, b: u32) {
-    let (ra, rb) = (find(parent, a), find(parent, b));
-    if ra != rb {
-        // The smaller index becomes the root: deterministic whatever the order of unions.
-        let (lo, hi) = if ra < rb { (ra, rb) } else { (rb, ra) };
-        parent[hi as usize] = lo;
-    }
-}
-
 /// UV islands of a layout.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Islands {
@@ -615,7 +598,7 @@ pub fn uv_islands(meshes: &[UvMesh<'_>]) -> Islands {
         }
     }
     drop(fill);
-    let mut parent: Vec<u32> = (0..total as u32).collect();
+    let mut sets = UnionFind::new(total);
     for p in 0..points {
         let bucket = &mut entries[start[p] as usize..start[p + 1] as usize];
         if bucket.len() < 2 {
@@ -624,7 +607,7 @@ pub fn uv_islands(meshes: &[UvMesh<'_>]) -> Islands {
         bucket.sort_unstable();
         for k in 1..bucket.len() {
             if bucket[k].0 == bucket[k - 1].0 {
-                union(&mut parent, bucket[k - 1].1, bucket[k].1);
+                sets.union(bucket[k - 1].1, bucket[k].1);
             }
         }
     }
@@ -636,7 +619,7 @@ pub fn uv_islands(meshes: &[UvMesh<'_>]) -> Islands {
         if corners[t] == NONE {
             continue;
         }
-        let r = find(&mut parent, t as u32) as usize;
+        let r = sets.find(t as u32) as usize;
         if id[r] == u32::MAX {
             id[r] = count;
             count += 1;
