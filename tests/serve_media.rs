@@ -426,7 +426,16 @@ async fn a_render_worker_draws_the_same_stills_and_is_replaced() {
     w.post_form("/v1/render", Some(&key), &box_glb(), &fields).await.ok(200);
     let pid = p.pid().expect("a live worker");
     unsafe { libc::kill(pid as i32, libc::SIGKILL) };
-    std::thread::sleep(Duration::from_millis(100));
+    // "Between requests": wait until the kernel has finished the process (a
+    // zombie, or gone), which takes longer than a fixed pause on a busy machine.
+    let dead = |pid: u32| {
+        std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .map_or(true, |s| s.rsplit(')').next().is_some_and(|rest| rest.trim_start().starts_with('Z')))
+    };
+    let started = std::time::Instant::now();
+    while !dead(pid) && started.elapsed() < Duration::from_secs(10) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
     w.post_form("/v1/render", Some(&key), &box_glb(), &fields).await.ok(200);
     assert_eq!(p.started(), 3);
     // A turntable through the worker.

@@ -80,7 +80,13 @@ impl Drawer {
     pub fn ready(&self) -> Result<()> {
         match self {
             Drawer::Local => Renderer::shared().map(|_| ()),
-            Drawer::Worker(pool) => pool.call(&json!({"op": "hello"}), &[]).map(|_| ()),
+            // A worker that died between requests may not yet look dead
+            // (a large process takes a while to exit on a busy machine):
+            // the failed hello replaced it, and a second asks a fresh one.
+            Drawer::Worker(pool) => {
+                let hello = || pool.call(&json!({"op": "hello"}), &[]).map(|_| ());
+                hello().or_else(|_| hello())
+            }
         }
     }
 
