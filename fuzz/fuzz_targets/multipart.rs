@@ -3,7 +3,7 @@
 //! request (fixed boundary `fuzzboundary`) sent to
 //!
 //! - POST /v1/validate with a valid API key: the request log, the key check
-//!   (`auth::require_key`), `validate::read_form` (the capped body, axum's
+//!   (`auth::require_key`), `input::read_form` (the capped body, axum's
 //!   Multipart, the `file` part and each text field once), then the
 //!   handler's reading of every field (`overrides` JSON, `screenshots`,
 //!   `weld_tolerance`, `mode`, `profile`, `url`, `blob_id`, `webhook_url`)
