@@ -5,8 +5,8 @@
 //! reported `skipped` with the reason, never taking the report down.
 
 use crate::asset::{self, Asset, Input};
-use crate::checks::catalog::{self, CATALOG, CheckDef};
-use crate::checks::{CheckOutput, Comparison, Ctx};
+use crate::checks::catalog::{self, CATALOG};
+use crate::checks::{CheckDef, CheckOutput, Comparison, Ctx};
 use crate::error::{Error, ErrorCode, Result};
 use crate::profile::Profile;
 use crate::report::{self, CheckResult, EngineInfo, Mode, ProfileInfo, Report, Severity, Stats, Status};
@@ -33,11 +33,8 @@ impl Selection {
             let mut out = BTreeSet::new();
             for item in items.iter().flat_map(|s| s.split(',')).map(str::trim).filter(|s| !s.is_empty()) {
                 let ids = catalog::select(item).ok_or_else(|| {
-                    let fams: Vec<&str> = catalog::FAMILIES
-                        .iter()
-                        .map(|f| f.0)
-                        .filter(|p| CATALOG.iter().any(|c| c.id.starts_with(&format!("{p}-"))))
-                        .collect();
+                    let fams: Vec<&str> =
+                        catalog::FAMILIES.iter().filter(|f| !f.checks.is_empty()).map(|f| f.prefix).collect();
                     Error::bad_request(format!(
                         "unknown check or family `{item}`; valid checks: {}; families: {}",
                         catalog::ids().join(", "),
@@ -81,7 +78,7 @@ pub struct Options {
 impl Default for Options {
     fn default() -> Self {
         Options {
-            profile: Profile::default_profile(),
+            profile: catalog::default_profile(),
             mode: Mode::ChecksOnly,
             selection: Selection::default(),
             validator: None,
@@ -93,10 +90,16 @@ impl Default for Options {
 }
 
 impl Options {
-    /// The validator SPEC-001 will use, when it runs: an environment error
-    /// (with the command that fixes it) when Node or the package is missing.
+    /// Whether a selected check needs the reference validator's outcome.
+    pub fn runs_validator(&self) -> bool {
+        CATALOG.iter().any(|c| c.needs.validator && self.selection.runs(c.id))
+    }
+
+    /// The validator the checks that need it will use, when one runs: an
+    /// environment error (with the command that fixes it) when Node or the
+    /// package is missing.
     pub fn spec_validator(&self) -> Result<Option<Arc<Validator>>> {
-        if !self.selection.runs("SPEC-001") {
+        if !self.runs_validator() {
             return Ok(None);
         }
         match &self.validator {
@@ -121,7 +124,7 @@ impl Options {
     pub fn renders(&self) -> bool {
         cfg!(feature = "render")
             && self.mode == Mode::Full
-            && CATALOG.iter().any(|c| c.id.starts_with("RND-") && self.selection.runs(c.id))
+            && CATALOG.iter().any(|c| c.needs.renderer && self.selection.runs(c.id))
     }
 }
 
@@ -202,8 +205,10 @@ pub fn validate_gated(
         Ok(x) => x,
         Err(e) => return Err(with_validator_messages(e, spec.as_ref())),
     };
-    if let Some(idx) = CATALOG.iter().position(|c| c.id == "SPEC-001") {
-        checks[idx] = run_check(&CATALOG[idx], &asset, opts, spec.as_ref(), render.as_ref());
+    // The checks that read the validator's outcome run again with it (they
+    // ran without it, skipped, while it was still working).
+    for (idx, def) in CATALOG.iter().enumerate().filter(|(_, c)| c.needs.validator) {
+        checks[idx] = run_check(def, &asset, opts, spec.as_ref(), render.as_ref());
     }
     let report = assemble(&asset, opts, checks, validator.map(|v| v.info()));
     #[cfg(feature = "render")]
@@ -302,10 +307,10 @@ fn run_check(
     if !opts.selection.runs(def.id) {
         return skipped(def, severity, "not selected");
     }
-    if !cfg!(feature = "render") && opts.mode == Mode::Full && def.id.starts_with("RND-") {
+    if !cfg!(feature = "render") && opts.mode == Mode::Full && def.needs.renderer {
         return skipped(def, severity, "renderer not in this build");
     }
-    let geometry = reads_geometry(def.id);
+    let geometry = def.needs.geometry;
     if geometry && asset.scene.primitives.is_empty() && !asset.scene.unread.is_empty() {
         return skipped(def, severity, &unread_reason(&asset.scene.unread));
     }
@@ -323,8 +328,8 @@ fn run_check(
             return skipped(def, severity, &format!("internal error in the check: {what}"));
         }
     };
-    if geometry && !asset.scene.notes.is_empty() && !def.id.starts_with("RND-") {
-        // The RND checks list the scene's notes with the renderer's own.
+    if geometry && !asset.scene.notes.is_empty() && !def.needs.renderer {
+        // The checks on the stills list the scene's notes with the renderer's own.
         let notes = asset.scene.notes.iter().take(crate::checks::MAX_LOCATIONS).map(|n| Value::String(n.to_string()));
         m.measured.insert("notes".into(), Value::Array(notes.collect()));
     }
@@ -359,14 +364,6 @@ fn report_notes(notes: &[asset::Note]) -> Vec<report::ReportNote> {
     let more = notes.len() - (MAX_NOTES - 1);
     out.push(report::ReportNote { pointer: String::new(), message: format!("{more} more notes are not listed") });
     out
-}
-
-/// Whether a check measures the flattened scene's geometry (and so is
-/// affected by what the loader could not read, or read another way).
-fn reads_geometry(id: &str) -> bool {
-    ["GEO-", "TOP-", "UV-", "RND-", "XFM-001", "XFM-002", "PERF-001", "PERF-002", "PERF-003"]
-        .iter()
-        .any(|p| id.starts_with(p))
 }
 
 /// Why a geometry check skips when no primitive could be read.

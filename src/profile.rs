@@ -12,10 +12,11 @@ use crate::report::Severity;
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 
-/// One profile parameter: its key, unit, meaning and whether the spec lets
-/// `overrides` replace it.
-#[derive(Debug, Clone, Copy)]
-pub struct ParamDef {
+/// One budget parameter, declared by the check that reads it (beside its
+/// function, in `checks/<family>.rs`): its key, unit, meaning and whether the
+/// specification lets `overrides` replace it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Param {
     /// The snake_case key, as in the TOML files and the report.
     pub key: &'static str,
     /// Unit, for the docs and `meshcheck profiles`.
@@ -28,171 +29,23 @@ pub struct ParamDef {
     pub integer: bool,
 }
 
-/// Every profile parameter, in the order reports and docs list them.
-pub const PARAMS: &[ParamDef] = &[
-    ParamDef {
-        key: "max_tris",
-        unit: "triangles",
-        doc: "Triangles drawn (PERF-001)",
-        overridable: true,
-        integer: true,
-    },
-    ParamDef { key: "max_verts", unit: "vertices", doc: "Vertices drawn (PERF-002)", overridable: true, integer: true },
-    ParamDef {
-        key: "max_texture_dim",
-        unit: "px",
-        doc: "Largest texture side (MAT-001)",
-        overridable: true,
-        integer: true,
-    },
-    ParamDef {
-        key: "max_texture_mem",
-        unit: "bytes",
-        doc: "Estimated GPU texture memory (MAT-002)",
-        overridable: true,
-        integer: true,
-    },
-    ParamDef {
-        key: "max_materials",
-        unit: "materials",
-        doc: "Materials drawn (MAT-004)",
-        overridable: true,
-        integer: true,
-    },
-    ParamDef {
-        key: "max_draw_calls",
-        unit: "draw calls",
-        doc: "Draw-call estimate (PERF-003)",
-        overridable: true,
-        integer: true,
-    },
-    ParamDef {
-        key: "max_file_bytes",
-        unit: "bytes",
-        doc: "Asset size as delivered (SPEC-004)",
-        overridable: true,
-        integer: true,
-    },
-    ParamDef {
-        key: "min_extent",
-        unit: "m",
-        doc: "Smallest plausible largest side (XFM-001)",
-        overridable: true,
-        integer: false,
-    },
-    ParamDef {
-        key: "max_extent",
-        unit: "m",
-        doc: "Largest plausible largest side (XFM-001)",
-        overridable: true,
-        integer: false,
-    },
-    ParamDef {
-        key: "max_origin_offset_pct",
-        unit: "% of diagonal",
-        doc: "Origin distance from bottom centre or centre (XFM-002)",
-        overridable: false,
-        integer: false,
-    },
-    ParamDef {
-        key: "max_scale_ratio",
-        unit: "ratio",
-        doc: "Largest/smallest node scale axis (XFM-003)",
-        overridable: false,
-        integer: false,
-    },
-    ParamDef {
-        key: "weld_tolerance",
-        unit: "m",
-        doc: "Positions closer than this are one vertex (geometry checks)",
-        overridable: false,
-        integer: false,
-    },
-    ParamDef {
-        key: "max_boundary_edges",
-        unit: "edges",
-        doc: "Open boundary edges allowed (GEO-002)",
-        overridable: false,
-        integer: true,
-    },
-    ParamDef {
-        key: "flipped_pct",
-        unit: "% of faces",
-        doc: "Faces disagreeing with their shell's winding before failing (GEO-003)",
-        overridable: false,
-        integer: false,
-    },
-    ParamDef {
-        key: "max_degenerate_pct",
-        unit: "% of triangles",
-        doc: "Degenerate triangles allowed (GEO-004)",
-        overridable: false,
-        integer: false,
-    },
-    ParamDef {
-        key: "max_debris_shells",
-        unit: "shells",
-        doc: "Floating debris shells allowed (GEO-007)",
-        overridable: false,
-        integer: true,
-    },
-    ParamDef {
-        key: "debris_max_tri_pct",
-        unit: "% of triangles",
-        doc: "Largest shell that can count as debris (GEO-007)",
-        overridable: false,
-        integer: false,
-    },
-    ParamDef {
-        key: "debris_min_gap_pct",
-        unit: "% of diagonal",
-        doc: "Smallest gap from the main shell for debris (GEO-007)",
-        overridable: false,
-        integer: false,
-    },
-    ParamDef {
-        key: "max_uv_overlap_pct",
-        unit: "% of covered texels",
-        doc: "UV overlap allowed (UV-002)",
-        overridable: false,
-        integer: false,
-    },
-    ParamDef {
-        key: "max_stretch_ratio",
-        unit: "ratio",
-        doc: "Singular-value ratio above which a triangle is stretched (UV-004)",
-        overridable: false,
-        integer: false,
-    },
-    ParamDef {
-        key: "max_stretched_area_pct",
-        unit: "% of area",
-        doc: "Stretched surface allowed (UV-004)",
-        overridable: false,
-        integer: false,
-    },
-    ParamDef {
-        key: "min_padding_px",
-        unit: "px",
-        doc: "Smallest gap between UV islands (UV-005)",
-        overridable: false,
-        integer: true,
-    },
-    ParamDef {
-        key: "min_coverage_pct",
-        unit: "% of frame",
-        doc: "Mean silhouette coverage of the standard views below which RND-003 warns",
-        overridable: false,
-        integer: false,
-    },
-    ParamDef {
-        key: "hard_angle_deg",
-        unit: "degrees",
-        doc: "Face-normal angle from which an edge is hard (TOP-004)",
-        overridable: false,
-        integer: false,
-    },
-];
+/// What a profile is checked against: every parameter the checks read and
+/// every check ID a `[severity]` table may name. Budgets sit below the
+/// checks and do not know them; the catalog hands this in
+/// (`checks::catalog::schema()`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Schema {
+    /// Every parameter some check reads.
+    pub params: Vec<&'static Param>,
+    /// Every check ID.
+    pub checks: Vec<&'static str>,
+}
+
+impl Schema {
+    fn param(&self, key: &str) -> Option<&'static Param> {
+        self.params.iter().copied().find(|p| p.key == key)
+    }
+}
 
 /// Names of the built-in profiles, default first.
 pub const BUILTIN_NAMES: &[&str] = &["web", "mobile", "pc", "hero"];
@@ -207,23 +60,15 @@ fn builtin_text(name: &str) -> Option<&'static str> {
     })
 }
 
-/// The keys `overrides` accepts, in catalog order.
-pub fn override_keys() -> Vec<&'static str> {
-    PARAMS.iter().filter(|p| p.overridable).map(|p| p.key).collect()
-}
-
-fn param_index(key: &str) -> Option<usize> {
-    PARAMS.iter().position(|p| p.key == key)
-}
-
-/// A resolved profile: every parameter has a value.
+/// A resolved profile: every parameter of its schema has a value, in the
+/// order its built-in file lists them (the order reports echo them in).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Profile {
     /// The profile's name (a built-in name, or the name in the user's file).
     pub name: String,
     /// One line on what it is for.
     pub description: String,
-    values: Vec<f64>,
+    values: Vec<(&'static Param, f64)>,
     /// Per-check severity changes made by a custom profile.
     pub severities: BTreeMap<String, Severity>,
     /// The overrides applied, in the order given.
@@ -231,25 +76,17 @@ pub struct Profile {
 }
 
 impl Profile {
-    /// A built-in profile by name.
-    pub fn builtin(name: &str) -> Result<Profile> {
+    /// A built-in profile by name, checked against `schema`.
+    pub fn builtin(name: &str, schema: &Schema) -> Result<Profile> {
         let text = builtin_text(name).ok_or_else(|| unknown_profile(name))?;
-        // The built-in profiles change no severities, so no check IDs are needed.
-        Profile::from_toml(text, name, &[])
-    }
-
-    /// The default profile, `web`.
-    pub fn default_profile() -> Profile {
-        Profile::builtin("web").expect("the embedded web profile parses")
+        Profile::from_toml(text, name, schema)
     }
 
     /// A built-in name, or a path to a TOML file (anything ending in `.toml`
-    /// or containing a path separator). `checks` are the check IDs a
-    /// `[severity]` table may name (the catalog's, given by the caller:
-    /// budgets sit below the checks and do not know them).
-    pub fn load(name_or_path: &str, checks: &[&str]) -> Result<Profile> {
+    /// or containing a path separator), checked against `schema`.
+    pub fn load(name_or_path: &str, schema: &Schema) -> Result<Profile> {
         if builtin_text(name_or_path).is_some() {
-            return Profile::builtin(name_or_path);
+            return Profile::builtin(name_or_path, schema);
         }
         let looks_like_path = name_or_path.ends_with(".toml") || name_or_path.contains(['/', '\\']);
         if !looks_like_path {
@@ -259,13 +96,14 @@ impl Profile {
             Error::bad_request(format!("cannot read profile file {name_or_path}: {e}"))
                 .with_detail(serde_json::json!({"field": "profile", "reason": e.to_string()}))
         })?;
-        Profile::from_toml(&text, name_or_path, checks)
+        Profile::from_toml(&text, name_or_path, schema)
     }
 
     /// Parses a profile file. A file may `extends = "NAME"` (default `web`) and
-    /// then give any subset of `[thresholds]` and `[severity]`; `[severity]`
-    /// may name only the IDs in `checks`.
-    pub fn from_toml(text: &str, source: &str, checks: &[&str]) -> Result<Profile> {
+    /// then give any subset of `[thresholds]` and `[severity]`; `[thresholds]`
+    /// may name only the schema's parameters and `[severity]` only its check
+    /// IDs. A built-in file (no `extends`) must set every parameter.
+    pub fn from_toml(text: &str, source: &str, schema: &Schema) -> Result<Profile> {
         let table: toml::Table = toml::from_str(text).map_err(|e| {
             Error::bad_request(format!("profile {source} is not valid TOML: {}", e.message()))
                 .with_detail(serde_json::json!({"field": "profile", "reason": e.message()}))
@@ -289,16 +127,17 @@ impl Profile {
                 }
             }
         }
+        let builtin_itself = extends.is_none() && builtin_text(source).is_some();
         let mut profile = match extends.as_deref() {
-            Some(base) => Profile::builtin(base)?,
-            None if builtin_text(source).is_some() => Profile {
+            Some(base) => Profile::builtin(base, schema)?,
+            None if builtin_itself => Profile {
                 name: source.to_string(),
                 description: String::new(),
-                values: vec![f64::NAN; PARAMS.len()],
+                values: Vec::new(),
                 severities: BTreeMap::new(),
                 overrides: Vec::new(),
             },
-            None => Profile::default_profile(),
+            None => Profile::builtin(BUILTIN_NAMES[0], schema)?,
         };
         if let Some(n) = name {
             profile.name = n;
@@ -309,20 +148,23 @@ impl Profile {
             profile.description = d;
         }
         for (k, v) in thresholds {
-            let idx = param_index(&k).ok_or_else(|| unknown_key(&k, source))?;
+            let param = schema.param(&k).ok_or_else(|| unknown_key(&k, source, schema))?;
             let value = match v {
                 toml::Value::Integer(i) => i as f64,
                 toml::Value::Float(f) => f,
                 _ => return Err(Error::bad_request(format!("profile {source}: `{k}` must be a number"))),
             };
             check_value(&k, value)?;
-            profile.values[idx] = value;
+            match profile.values.iter_mut().find(|(p, _)| p.key == param.key) {
+                Some(slot) => slot.1 = value,
+                None => profile.values.push((param, value)),
+            }
         }
         for (id, v) in severity {
-            if !checks.contains(&id.as_str()) {
+            if !schema.checks.contains(&id.as_str()) {
                 return Err(Error::bad_request(format!(
                     "profile {source}: unknown check `{id}` in [severity]; valid: {}",
-                    checks.join(", ")
+                    schema.checks.join(", ")
                 )));
             }
             let sev = v.as_str().and_then(Severity::parse).ok_or_else(|| {
@@ -330,27 +172,46 @@ impl Profile {
             })?;
             profile.severities.insert(id, sev);
         }
-        if let Some(missing) = PARAMS.iter().zip(&profile.values).find(|(_, v)| v.is_nan()) {
-            return Err(Error::bad_request(format!("profile {source} does not set `{}`", missing.0.key)));
+        if let Some(missing) = schema.params.iter().find(|p| !profile.values.iter().any(|(q, _)| q.key == p.key)) {
+            return Err(Error::bad_request(format!("profile {source} does not set `{}`", missing.key)));
         }
         Ok(profile)
     }
 
-    /// The value of a parameter. Panics on a key that is not in [`PARAMS`]
-    /// (an internal invariant: checks name their keys statically).
-    pub fn get(&self, key: &str) -> f64 {
-        let idx = param_index(key).unwrap_or_else(|| panic!("unknown profile parameter {key}"));
-        self.values[idx]
+    /// The value of a parameter. Panics on a parameter the profile was not
+    /// checked against (an internal invariant: every profile is loaded
+    /// against the catalog's schema, which holds every parameter a check
+    /// reads).
+    pub fn get(&self, param: &Param) -> f64 {
+        self.value(param.key).unwrap_or_else(|| panic!("profile parameter {} is not in the schema", param.key))
+    }
+
+    /// The value of a parameter by key, if the profile has it.
+    pub fn value(&self, key: &str) -> Option<f64> {
+        self.values.iter().find(|(p, _)| p.key == key).map(|(_, v)| *v)
+    }
+
+    /// The parameters and their values, in the profile's order.
+    pub fn values(&self) -> impl Iterator<Item = (&'static Param, f64)> + '_ {
+        self.values.iter().copied()
+    }
+
+    /// The keys `overrides` accepts, in the profile's order.
+    pub fn override_keys(&self) -> Vec<&'static str> {
+        self.values.iter().filter(|(p, _)| p.overridable).map(|(p, _)| p.key).collect()
     }
 
     /// Applies one override; only the specification's keys are accepted.
     pub fn apply_override(&mut self, key: &str, value: f64) -> Result<()> {
-        let idx = param_index(key).filter(|&i| PARAMS[i].overridable).ok_or_else(|| {
-            Error::bad_request(format!("unknown override key `{key}`; valid keys: {}", override_keys().join(", ")))
-                .with_detail(serde_json::json!({"field": "overrides", "reason": format!("unknown key {key}")}))
-        })?;
+        let Some(idx) = self.values.iter().position(|(p, _)| p.key == key && p.overridable) else {
+            return Err(Error::bad_request(format!(
+                "unknown override key `{key}`; valid keys: {}",
+                self.override_keys().join(", ")
+            ))
+            .with_detail(serde_json::json!({"field": "overrides", "reason": format!("unknown key {key}")})));
+        };
         check_value(key, value)?;
-        self.values[idx] = value;
+        self.values[idx].1 = value;
         self.overrides.retain(|(k, _)| k != key);
         self.overrides.push((key.to_string(), value));
         Ok(())
@@ -361,7 +222,7 @@ impl Profile {
         let (k, v) = spec.split_once('=').ok_or_else(|| {
             Error::bad_request(format!(
                 "override `{spec}` is not KEY=VALUE; valid keys: {}",
-                override_keys().join(", ")
+                self.override_keys().join(", ")
             ))
         })?;
         let value: f64 = v.trim().parse().map_err(|_| {
@@ -371,20 +232,22 @@ impl Profile {
         self.apply_override(k.trim(), value)
     }
 
-    /// Sets the weld tolerance in metres (`--weld-tolerance`, API `weld_tolerance`).
-    pub fn set_weld_tolerance(&mut self, metres: f64) -> Result<()> {
-        check_value("weld_tolerance", metres)?;
-        if metres > 1.0 {
-            return Err(Error::bad_request(format!("weld tolerance {metres} m is over the 1 m maximum")));
-        }
-        let idx = param_index("weld_tolerance").expect("weld_tolerance is a parameter");
-        self.values[idx] = metres;
+    /// Sets a parameter outside `overrides` (a flag or request field of its
+    /// own, such as the weld tolerance): finite and non-negative.
+    pub fn set(&mut self, param: &Param, value: f64) -> Result<()> {
+        check_value(param.key, value)?;
+        let slot = self
+            .values
+            .iter_mut()
+            .find(|(p, _)| p.key == param.key)
+            .ok_or_else(|| Error::internal(format!("profile parameter {} is not in the schema", param.key)))?;
+        slot.1 = value;
         Ok(())
     }
 
-    /// The effective thresholds as a JSON object, in [`PARAMS`] order.
+    /// The effective thresholds as a JSON object, in the profile's order.
     pub fn thresholds_json(&self) -> Map<String, Value> {
-        PARAMS.iter().zip(&self.values).map(|(p, v)| (p.key.to_string(), crate::report::num(*v))).collect()
+        self.values.iter().map(|(p, v)| (p.key.to_string(), crate::report::num(*v))).collect()
     }
 
     /// The overrides as a JSON object, in the order given.
@@ -414,8 +277,8 @@ fn unknown_profile(name: &str) -> Error {
     .with_detail(serde_json::json!({"field": "profile", "reason": format!("unknown profile {name}")}))
 }
 
-fn unknown_key(key: &str, source: &str) -> Error {
-    let keys: Vec<&str> = PARAMS.iter().map(|p| p.key).collect();
+fn unknown_key(key: &str, source: &str, schema: &Schema) -> Error {
+    let keys: Vec<&str> = schema.params.iter().map(|p| p.key).collect();
     Error::bad_request(format!("profile {source}: unknown parameter `{key}`; valid: {}", keys.join(", ")))
 }
 
@@ -423,43 +286,38 @@ fn unknown_key(key: &str, source: &str) -> Error {
 mod tests {
     use super::*;
 
-    #[test]
-    fn builtins_parse_and_match_design_figures() {
-        let web = Profile::builtin("web").unwrap();
-        assert_eq!(web.get("max_tris"), 100_000.0);
-        assert_eq!(web.get("max_texture_mem"), 67_108_864.0);
-        let mobile = Profile::builtin("mobile").unwrap();
-        assert_eq!(mobile.get("max_file_bytes"), 3_145_728.0);
-        let hero = Profile::builtin("hero").unwrap();
-        assert_eq!(hero.get("max_texture_dim"), 8192.0);
-        assert_eq!(Profile::builtin("pc").unwrap().get("max_draw_calls"), 100.0);
+    const A: Param = Param { key: "max_a", unit: "things", doc: "A", overridable: true, integer: true };
+    const B: Param = Param { key: "b_pct", unit: "%", doc: "B", overridable: false, integer: false };
+
+    fn schema() -> Schema {
+        Schema { params: vec![&A, &B], checks: vec!["X-001"] }
     }
 
     #[test]
-    fn overrides_accept_only_spec_keys() {
-        let mut p = Profile::default_profile();
-        p.apply_override_str("max_tris=5").unwrap();
-        assert_eq!(p.get("max_tris"), 5.0);
-        assert!(p.apply_override_str("weld_tolerance=1").is_err());
+    fn a_profile_is_checked_against_its_schema() {
+        let s = schema();
+        let p = Profile::from_toml("name = \"n\"\n[thresholds]\nb_pct = 2.5\nmax_a = 7\n", "n.toml", &s);
+        // A custom file extends `web`, whose keys this schema does not have.
+        assert!(p.is_err());
+        let e = Profile::from_toml("[thresholds]\nbogus = 1\n", "web", &s).unwrap_err();
+        assert_eq!(e.message, "profile web: unknown parameter `bogus`; valid: max_a, b_pct");
+        let e = Profile::from_toml("[thresholds]\nmax_a = 1\n", "web", &s).unwrap_err();
+        assert_eq!(e.message, "profile web does not set `b_pct`");
+        let mut p = Profile::from_toml("[thresholds]\nb_pct = 2.5\nmax_a = 7\n", "web", &s).unwrap();
+        // File order, not schema order.
+        assert_eq!(p.thresholds_json().keys().collect::<Vec<_>>(), ["b_pct", "max_a"]);
+        assert_eq!(p.get(&A), 7.0);
+        assert_eq!(p.override_keys(), ["max_a"]);
+        p.apply_override_str("max_a=5").unwrap();
+        assert_eq!(p.get(&A), 5.0);
+        assert!(p.apply_override_str("b_pct=1").is_err());
         assert!(p.apply_override_str("nope=1").is_err());
-        assert!(p.apply_override_str("max_tris=-1").is_err());
-        assert!(p.apply_override_str("max_tris=abc").is_err());
-    }
-
-    #[test]
-    fn custom_profile_extends_a_builtin() {
-        let p = Profile::from_toml(
-            "name = \"mine\"\nextends = \"pc\"\n[thresholds]\nmax_tris = 7\n[severity]\n\"MAT-004\" = \"error\"\n",
-            "mine.toml",
-            &["MAT-004"],
-        )
-        .unwrap();
-        assert_eq!(p.name, "mine");
-        assert_eq!(p.get("max_tris"), 7.0);
-        assert_eq!(p.get("max_verts"), 250_000.0);
-        assert_eq!(p.severity_of("MAT-004", Severity::Warning), Severity::Error);
-        assert!(Profile::from_toml("[thresholds]\nbogus = 1\n", "x.toml", &[]).is_err());
-        let e = Profile::from_toml("[severity]\n\"MAT-009\" = \"error\"\n", "x.toml", &["MAT-004"]).unwrap_err();
-        assert_eq!(e.message, "profile x.toml: unknown check `MAT-009` in [severity]; valid: MAT-004");
+        assert!(p.apply_override_str("max_a=-1").is_err());
+        assert!(p.apply_override_str("max_a=abc").is_err());
+        p.set(&B, 0.5).unwrap();
+        assert_eq!(p.get(&B), 0.5);
+        assert!(p.set(&B, f64::NAN).is_err());
+        let e = Profile::from_toml("[severity]\n\"X-009\" = \"error\"\n", "web", &s).unwrap_err();
+        assert_eq!(e.message, "profile web: unknown check `X-009` in [severity]; valid: X-001");
     }
 }

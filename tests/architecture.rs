@@ -601,3 +601,83 @@ fn the_reader_sees_the_paths_code_can_write() {
         ["geom/mesh.rs (geom) -> asset/data.rs (asset)", "render/gpu.rs (render) -> vision/mod.rs (vision)"]
     );
 }
+
+/// Lines of a source file with `//` comments (and doc comments) removed;
+/// string literals are kept, since an ID written in a message is written.
+fn without_comments(text: &str) -> String {
+    let mut out = String::new();
+    for line in text.lines() {
+        let mut in_str = false;
+        let mut prev = ' ';
+        let mut cut = line.len();
+        for (i, c) in line.char_indices() {
+            if c == '"' && prev != '\\' {
+                in_str = !in_str;
+            }
+            if !in_str && c == '/' && prev == '/' {
+                cut = i - 1;
+                break;
+            }
+            prev = c;
+        }
+        out.push_str(&line[..cut]);
+        out.push('\n');
+    }
+    out
+}
+
+fn all_source_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            all_source_files(&path, out);
+        } else if matches!(path.extension().and_then(|e| e.to_str()), Some("rs" | "html" | "js" | "mjs" | "wgsl")) {
+            out.push(path);
+        }
+    }
+}
+
+/// Issue 18: a check is defined once, beside its function; its ID is written
+/// (outside comments) in at most two hand-written source files under src/:
+/// its family file and, at most, one other. Everything else that names
+/// checks (the catalog, docs/checks.md, the README's table, the schemas,
+/// the demo page's labels) is generated from the definitions.
+#[test]
+fn a_check_id_is_written_in_at_most_two_source_files() {
+    let mut files = Vec::new();
+    all_source_files(&src_root(), &mut files);
+    files.sort();
+    let texts: Vec<(String, String)> = files
+        .iter()
+        .map(|p| {
+            let rel = p.strip_prefix(src_root()).unwrap().to_string_lossy().replace('\\', "/");
+            (rel, without_comments(&std::fs::read_to_string(p).unwrap()))
+        })
+        .collect();
+    let mut over = Vec::new();
+    for id in meshcheck::checks::catalog::ids() {
+        let mut family = None;
+        let in_files: Vec<&str> = texts
+            .iter()
+            .filter(|(_, t)| {
+                t.match_indices(id).any(|(i, _)| !t[i + id.len()..].starts_with(|c: char| c.is_ascii_digit()))
+            })
+            .map(|(rel, t)| {
+                if t.contains(&format!("id: \"{id}\"")) {
+                    family = Some(rel.clone());
+                }
+                rel.as_str()
+            })
+            .collect();
+        assert!(family.is_some(), "{id} is defined (`id: \"{id}\"`) in no source file");
+        if in_files.len() > 2 {
+            over.push(format!("{id}: {}", in_files.join(", ")));
+        }
+    }
+    assert!(over.is_empty(), "check IDs written in more than two source files:\n{}", over.join("\n"));
+}
+
+#[test]
+fn the_comment_stripper_keeps_strings() {
+    assert_eq!(without_comments("let a = \"x//y\"; // GEO-002\n/// PERF-001\n"), "let a = \"x//y\"; \n\n");
+}

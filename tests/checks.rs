@@ -20,7 +20,7 @@ use serde_json::{Value, json};
 
 /// Options for a built-in profile.
 fn profile(name: &str) -> Options {
-    Options { profile: Profile::builtin(name).expect("built-in profile"), ..Options::default() }
+    Options { profile: meshcheck::checks::catalog::profile(name).expect("built-in profile"), ..Options::default() }
 }
 
 /// Validates a document as a GLB with `opts`, checking the report against the
@@ -762,7 +762,7 @@ fn mat004_custom_severity_turns_the_breach_into_fail() {
     let profile = Profile::from_toml(
         "extends = \"web\"\n[severity]\n\"MAT-004\" = \"error\"\n",
         "x.toml",
-        &meshcheck::checks::catalog::ids(),
+        meshcheck::checks::catalog::schema(),
     )
     .unwrap();
     // Only the material family runs, so the six open quads' GEO-002 warning stays out of the counts.
@@ -782,7 +782,7 @@ fn info_severity_never_judges() {
     let profile = Profile::from_toml(
         "extends = \"web\"\n[severity]\n\"MAT-004\" = \"info\"\n",
         "x.toml",
-        &meshcheck::checks::catalog::ids(),
+        meshcheck::checks::catalog::schema(),
     )
     .unwrap();
     let selection = Selection::parse(&["MAT".to_string()], &[]).unwrap();

@@ -183,7 +183,7 @@ fn golden_case(spec: &str) -> (PathBuf, meshcheck::engine::Options, String) {
     for kv in query.split('&').filter(|s| !s.is_empty()) {
         let (k, v) = kv.split_once('=').unwrap();
         if k == "profile" {
-            opts.profile = meshcheck::profile::Profile::builtin(v).unwrap();
+            opts.profile = meshcheck::checks::catalog::profile(v).unwrap();
         } else {
             opts.profile.apply_override(k, v.parse().unwrap()).unwrap();
         }

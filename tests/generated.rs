@@ -10,7 +10,7 @@ use crate::util;
 fn generated_files_are_fresh() {
     let bless = std::env::var_os("MESHCHECK_BLESS").is_some();
     let mut stale = Vec::new();
-    for (rel, want) in meshcheck::cli::generate::files() {
+    for (rel, want) in meshcheck::cli::generate::files(&util::root()) {
         let path = util::root().join(&rel);
         if bless {
             std::fs::create_dir_all(path.parent().unwrap()).unwrap();

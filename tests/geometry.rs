@@ -137,7 +137,7 @@ fn weld_tolerance_is_a_profile_parameter() {
     let r = validate_bytes("gap.glb", bytes.clone()).unwrap();
     assert_eq!(measured_f64(check(&r, "GEO-002"), "shells"), 2.0);
     let mut opts = Options::default();
-    opts.profile.set_weld_tolerance(0.01).unwrap();
+    meshcheck::checks::set_weld_tolerance(&mut opts.profile, 0.01).unwrap();
     let r = validate_with("gap.glb", bytes, &opts).unwrap();
     let g = check(&r, "GEO-002");
     assert_eq!(measured_f64(g, "shells"), 1.0);

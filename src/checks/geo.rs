@@ -1,12 +1,26 @@
 //! GEO: open boundaries, winding, degenerate triangles and floating debris,
 //! all on the scene's one welded world mesh ([`crate::asset::scene::WorldMesh`]).
 
+use super::{CheckDef, Family, LOC, LOC_TOTAL, Needs, WELD_TOLERANCE};
 use super::{CheckOutput, Comparison, Ctx, Obj, count, measured, short};
 use crate::asset::scene::WorldMesh;
 use crate::geom::mat4::Aabb;
 use crate::geom::mesh::shape;
+use crate::profile::Param;
+use crate::report::Severity;
 use rayon::prelude::*;
 use std::collections::BTreeSet;
+
+const CATEGORY: &str = "geometry";
+
+/// The GEO family: its checks in ID order.
+pub static FAMILY: Family = Family {
+    prefix: "GEO",
+    category: CATEGORY,
+    label: "Geometry",
+    blurb: "Holes, winding, degenerate triangles, floating debris",
+    checks: &[OPEN_BOUNDARIES, WINDING, DEGENERATE_TRIANGLES, FLOATING_DEBRIS],
+};
 
 const NO_TRIANGLES: &str = "the default scene draws no triangles";
 
@@ -14,7 +28,7 @@ const NO_TRIANGLES: &str = "the default scene draws no triangles";
 /// checks that need it are skipped: the scene draws no triangles, or the
 /// mesh is over the file's geometry budget (see [`crate::asset::scene::Scene::world_mesh`]).
 pub fn world<'a>(cx: &'a Ctx<'_>) -> Result<&'a WorldMesh, String> {
-    let w = cx.asset.scene.world_mesh(cx.profile.get("weld_tolerance"))?;
+    let w = cx.asset.scene.world_mesh(cx.profile.get(&WELD_TOLERANCE))?;
     if w.triangles.is_empty() { Err(NO_TRIANGLES.into()) } else { Ok(w) }
 }
 
@@ -30,6 +44,41 @@ pub fn primitive_pointers(cx: &Ctx<'_>, w: &WorldMesh, triangles: impl Iterator<
     prims.into_iter().map(|(m, i)| format!("/meshes/{m}/primitives/{i}")).collect()
 }
 
+/// Budget: Open boundary edges allowed.
+pub const MAX_BOUNDARY_EDGES: Param = Param {
+    key: "max_boundary_edges",
+    unit: "edges",
+    doc: "Open boundary edges allowed",
+    overridable: false,
+    integer: true,
+};
+
+/// GEO-002: its definition.
+pub const OPEN_BOUNDARIES: CheckDef = CheckDef {
+    id: "GEO-002",
+    name: "Open boundaries (holes)",
+    category: CATEGORY,
+    severity: Severity::Warning,
+    params: &[&MAX_BOUNDARY_EDGES, &WELD_TOLERANCE],
+    what: "Welds every drawn vertex in world space (positions within weld_tolerance are one vertex, transitively; UVs and normals are ignored, so UV seams and hard-normal splits are not holes), then counts edges used by exactly one triangle (boundary edges), their loops, edges used by three or more (non-manifold), and the edge-connected shells that have a boundary. Collapsed triangles (a repeated index after welding) are left out.",
+    why: "Holes show as see-through gaps and break watertight uses: 3D printing, physics, booleans, shadow volumes and remeshing.",
+    fix: "Fill the holes or cap the openings; merge by distance (Blender: Mesh > Clean Up > Merge by Distance) when the gaps are unwelded seams wider than the tolerance. Open surfaces by design (planes, cloth, leaves) can be accepted with a profile that raises max_boundary_edges.",
+    measured: &[
+        ("boundary_edges", "welded edges used by exactly one triangle"),
+        ("boundary_loops", "connected chains of boundary edges (a hole, or an open border)"),
+        ("non_manifold_edges", "welded edges used by three or more triangles"),
+        ("shells", "edge-connected components of the welded mesh"),
+        ("open_shells", "shells with at least one boundary edge"),
+        ("weld_exact", "false only when pathological density made the weld merge whole tolerance-wide cells"),
+        LOC,
+        LOC_TOTAL,
+    ],
+    threshold: &[("max_boundary_edges", "boundary edges allowed"), ("weld_tolerance", "weld tolerance, metres")],
+    needs: Needs { geometry: true, textures: false, validator: false, renderer: false },
+    gauge: None,
+    run: open_boundaries,
+};
+
 /// GEO-002.
 pub fn open_boundaries(cx: &Ctx<'_>) -> CheckOutput {
     let w = match world(cx) {
@@ -44,7 +93,7 @@ pub fn open_boundaries(cx: &Ctx<'_>) -> CheckOutput {
         open.insert(t.shell[f as usize]);
     }
     let loops = t.boundary_loops() as u64;
-    let max = cx.profile.get("max_boundary_edges");
+    let max = cx.profile.get(&MAX_BOUNDARY_EDGES);
     let n = boundary.len() as u64;
     let message = if n == 0 {
         format!("closed: no boundary edges in {}", count(t.shell_count as u64, "shell", "shells"))
@@ -68,11 +117,43 @@ pub fn open_boundaries(cx: &Ctx<'_>) -> CheckOutput {
             .int("open_shells", open.len() as u64)
             .bool("weld_exact", t.exact_weld)
             .locations(&locations),
-        Obj::new().param(cx.profile, "max_boundary_edges").param(cx.profile, "weld_tolerance"),
+        Obj::new().param(cx.profile, &MAX_BOUNDARY_EDGES).param(cx.profile, &WELD_TOLERANCE),
         super::over(n as f64, max),
         message,
     )
 }
+
+/// Budget: Faces disagreeing with their shell's winding before failing.
+pub const FLIPPED_PCT: Param = Param {
+    key: "flipped_pct",
+    unit: "% of faces",
+    doc: "Faces disagreeing with their shell's winding before failing",
+    overridable: false,
+    integer: false,
+};
+
+/// GEO-003: its definition.
+pub const WINDING: CheckDef = CheckDef {
+    id: "GEO-003",
+    name: "Inconsistent winding / flipped normals",
+    category: CATEGORY,
+    severity: Severity::Error,
+    params: &[&FLIPPED_PCT],
+    what: "Within each shell of the welded mesh, propagates orientation across manifold edges (two triangles agree when they walk their shared edge in opposite directions); a triangle is flipped when its orientation is opposite to its shell's majority (where non-manifold edges split a shell into manifold patches whose windings cannot be compared, the majority of its patch). Mirrored instances (negative determinant) flip their winding first, as glTF requires. Fails above flipped_pct; warns in the band 0 < flipped_pct <= threshold.",
+    why: "Flipped triangles are culled from the wrong side and light inside-out: holes and black patches in viewers that cull back faces.",
+    fix: "Recalculate normals outside (Blender: Mesh > Normals > Recalculate Outside) or flip the listed primitives' faces.",
+    measured: &[
+        ("face_count", "triangles in the welded mesh (collapsed ones excluded)"),
+        ("flipped_face_count", "triangles whose winding disagrees with their shell's majority"),
+        ("flipped_pct", "flipped_face_count / face_count x 100, 0..50"),
+        LOC,
+        LOC_TOTAL,
+    ],
+    threshold: &[("flipped_pct", "percentage above which the check fails (warns from just above 0)")],
+    needs: Needs { geometry: true, textures: false, validator: false, renderer: false },
+    gauge: None,
+    run: winding,
+};
 
 /// GEO-003.
 pub fn winding(cx: &Ctx<'_>) -> CheckOutput {
@@ -84,7 +165,7 @@ pub fn winding(cx: &Ctx<'_>) -> CheckOutput {
     let faces = t.collapsed.iter().filter(|c| !**c).count() as u64;
     let flipped = t.flipped_faces();
     let pct = if faces > 0 { flipped.len() as f64 / faces as f64 * 100.0 } else { 0.0 };
-    let max = cx.profile.get("flipped_pct");
+    let max = cx.profile.get(&FLIPPED_PCT);
     let outcome = if pct > max {
         Comparison::Breach
     } else if !flipped.is_empty() {
@@ -99,7 +180,7 @@ pub fn winding(cx: &Ctx<'_>) -> CheckOutput {
             .int("flipped_face_count", flipped.len() as u64)
             .num("flipped_pct", pct)
             .locations(&locations),
-        Obj::new().param(cx.profile, "flipped_pct"),
+        Obj::new().param(cx.profile, &FLIPPED_PCT),
         outcome,
         format!(
             "{} of {} disagree with their shell's winding ({}%, limit {}%)",
@@ -127,18 +208,53 @@ pub fn degenerate_flags(w: &WorldMesh, tol: f64) -> &[bool] {
     w.degenerate.get_or_init(|| (0..w.triangles.len()).into_par_iter().map(|t| is_degenerate(w, t, tol)).collect())
 }
 
+/// Budget: Degenerate triangles allowed.
+pub const MAX_DEGENERATE_PCT: Param = Param {
+    key: "max_degenerate_pct",
+    unit: "% of triangles",
+    doc: "Degenerate triangles allowed",
+    overridable: false,
+    integer: false,
+};
+
+/// GEO-004: its definition.
+pub const DEGENERATE_TRIANGLES: CheckDef = CheckDef {
+    id: "GEO-004",
+    name: "Degenerate triangles",
+    category: CATEGORY,
+    severity: Severity::Warning,
+    params: &[&MAX_DEGENERATE_PCT, &WELD_TOLERANCE],
+    what: "Counts drawn triangles (per instance, in world space) with a repeated vertex index, an area below weld_tolerance squared, or a shortest altitude below weld_tolerance (collinear corners).",
+    why: "Degenerate triangles render nothing but cost vertex work, break normal and tangent generation (NaNs), and trip physics and remeshing tools.",
+    fix: "Remove them (Blender: Mesh > Clean Up > Degenerate Dissolve; glTF-Transform weld and dedup).",
+    measured: &[
+        ("degenerate_triangles", "degenerate triangles drawn"),
+        ("triangles", "triangles drawn"),
+        ("degenerate_pct", "degenerate_triangles / triangles x 100"),
+        LOC,
+        LOC_TOTAL,
+    ],
+    threshold: &[
+        ("max_degenerate_pct", "percentage allowed"),
+        ("weld_tolerance", "metres: the area and altitude floor"),
+    ],
+    needs: Needs { geometry: true, textures: false, validator: false, renderer: false },
+    gauge: Some(("degenerate_pct", "max_degenerate_pct")),
+    run: degenerate_triangles,
+};
+
 /// GEO-004.
 pub fn degenerate_triangles(cx: &Ctx<'_>) -> CheckOutput {
     let w = match world(cx) {
         Ok(w) => w,
         Err(why) => return CheckOutput::Skipped(why),
     };
-    let tol = cx.profile.get("weld_tolerance");
+    let tol = cx.profile.get(&WELD_TOLERANCE);
     let flags = degenerate_flags(w, tol);
     let bad: Vec<u32> = (0..w.triangles.len()).filter(|&t| flags[t]).map(|t| t as u32).collect();
     let total = w.triangles.len() as u64;
     let pct = bad.len() as f64 / total as f64 * 100.0;
-    let max = cx.profile.get("max_degenerate_pct");
+    let max = cx.profile.get(&MAX_DEGENERATE_PCT);
     let locations = primitive_pointers(cx, w, bad.iter().copied());
     measured(
         Obj::new()
@@ -146,7 +262,7 @@ pub fn degenerate_triangles(cx: &Ctx<'_>) -> CheckOutput {
             .int("triangles", total)
             .num("degenerate_pct", pct)
             .locations(&locations),
-        Obj::new().param(cx.profile, "max_degenerate_pct").param(cx.profile, "weld_tolerance"),
+        Obj::new().param(cx.profile, &MAX_DEGENERATE_PCT).param(cx.profile, &WELD_TOLERANCE),
         super::over(pct, max),
         format!(
             "{} of {} degenerate ({}%, limit {}%)",
@@ -203,6 +319,60 @@ fn shell_boxes(t: &crate::geom::mesh::Topology) -> (Vec<Aabb>, Aabb) {
     (boxes, scene_box)
 }
 
+/// Budget: Floating debris shells allowed.
+pub const MAX_DEBRIS_SHELLS: Param = Param {
+    key: "max_debris_shells",
+    unit: "shells",
+    doc: "Floating debris shells allowed",
+    overridable: false,
+    integer: true,
+};
+
+/// Budget: Largest shell that can count as debris.
+pub const DEBRIS_MAX_TRI_PCT: Param = Param {
+    key: "debris_max_tri_pct",
+    unit: "% of triangles",
+    doc: "Largest shell that can count as debris",
+    overridable: false,
+    integer: false,
+};
+
+/// Budget: Smallest gap from the main shell for debris.
+pub const DEBRIS_MIN_GAP_PCT: Param = Param {
+    key: "debris_min_gap_pct",
+    unit: "% of diagonal",
+    doc: "Smallest gap from the main shell for debris",
+    overridable: false,
+    integer: false,
+};
+
+/// GEO-007: its definition.
+pub const FLOATING_DEBRIS: CheckDef = CheckDef {
+    id: "GEO-007",
+    name: "Floating debris",
+    category: CATEGORY,
+    severity: Severity::Warning,
+    params: &[&MAX_DEBRIS_SHELLS, &DEBRIS_MAX_TRI_PCT, &DEBRIS_MIN_GAP_PCT],
+    what: "Among the shells of the welded mesh, a shell is debris when it holds at most debris_max_tri_pct % of the triangles and its bounding box is at least debris_min_gap_pct % of the scene diagonal away from the main shell's box (the main shell has the most triangles).",
+    why: "Stray fragments left by modelling or scanning inflate bounds (breaking framing, scale and origin checks) and render as specks in mid-air.",
+    fix: "Select linked geometry and delete the fragments (Blender: Select > Select Loose; MeshLab: Remove Isolated Pieces).",
+    measured: &[
+        ("shells", "edge-connected components of the welded mesh"),
+        ("debris_shells", "shells that are small and separated from the main shell"),
+        ("debris_triangles", "triangles in debris shells"),
+        LOC,
+        LOC_TOTAL,
+    ],
+    threshold: &[
+        ("max_debris_shells", "debris shells allowed"),
+        ("debris_max_tri_pct", "largest shell, % of triangles, that can be debris"),
+        ("debris_min_gap_pct", "smallest box gap from the main shell, % of the scene diagonal"),
+    ],
+    needs: Needs { geometry: true, textures: false, validator: false, renderer: false },
+    gauge: None,
+    run: floating_debris,
+};
+
 /// GEO-007.
 pub fn floating_debris(cx: &Ctx<'_>) -> CheckOutput {
     let w = match world(cx) {
@@ -222,8 +392,8 @@ pub fn floating_debris(cx: &Ctx<'_>) -> CheckOutput {
         })
         .unwrap_or(0);
     let total: u64 = sizes.iter().sum();
-    let max_tri_pct = cx.profile.get("debris_max_tri_pct");
-    let min_gap = cx.profile.get("debris_min_gap_pct") / 100.0 * scene_box.diagonal();
+    let max_tri_pct = cx.profile.get(&DEBRIS_MAX_TRI_PCT);
+    let min_gap = cx.profile.get(&DEBRIS_MIN_GAP_PCT) / 100.0 * scene_box.diagonal();
     let small = |s: usize| sizes[s] as f64 <= max_tri_pct / 100.0 * total as f64;
     // A main body exists only when the largest shell is not itself small (an
     // instanced grid of 125 equal boxes has none, and no debris); a small
@@ -247,7 +417,7 @@ pub fn floating_debris(cx: &Ctx<'_>) -> CheckOutput {
     let tris = (0..t.triangles.len() as u32)
         .filter(|&x| t.shell[x as usize] != u32::MAX && is_debris[t.shell[x as usize] as usize]);
     let locations = primitive_pointers(cx, w, tris);
-    let max = cx.profile.get("max_debris_shells");
+    let max = cx.profile.get(&MAX_DEBRIS_SHELLS);
     measured(
         Obj::new()
             .int("shells", t.shell_count as u64)
@@ -255,9 +425,9 @@ pub fn floating_debris(cx: &Ctx<'_>) -> CheckOutput {
             .int("debris_triangles", debris_tris)
             .locations(&locations),
         Obj::new()
-            .param(cx.profile, "max_debris_shells")
-            .param(cx.profile, "debris_max_tri_pct")
-            .param(cx.profile, "debris_min_gap_pct"),
+            .param(cx.profile, &MAX_DEBRIS_SHELLS)
+            .param(cx.profile, &DEBRIS_MAX_TRI_PCT)
+            .param(cx.profile, &DEBRIS_MIN_GAP_PCT),
         super::over(debris.len() as f64, max),
         format!(
             "{} of {} float apart from the main body ({})",

@@ -1,10 +1,14 @@
-//! Checks: the catalog (one ordered table) and one file per family.
+//! Checks: one file per family, the catalog that gathers them, and the
+//! measuring kit they share (this file).
 //!
-//! A check measures and returns a [`Measurement`]: its `measured` and
-//! `threshold` objects, whether the measurement breaches the threshold (or
-//! falls in a documented warn band), and a one-sentence message. The engine
-//! applies the severity, turns breaches into statuses and rolls up the
-//! verdict. Adding a check touches its family file and one catalog row.
+//! A check is defined once, beside its function, in its family file: a
+//! [`CheckDef`] (ID, name, severity, the typed budget [`Param`]s it reads,
+//! what it [`Needs`], what/why/fix and its keys) listed in the family's
+//! [`Family`]. A check measures and returns a [`Measurement`]: its `measured`
+//! and `threshold` objects, whether the measurement breaches the threshold
+//! (or falls in a documented warn band), and a one-sentence message. The
+//! engine applies the severity, turns breaches into statuses and rolls up
+//! the verdict.
 
 pub mod catalog;
 pub mod geo;
@@ -17,11 +21,103 @@ pub mod uv;
 pub mod xfm;
 
 use crate::asset::Asset;
-use crate::profile::Profile;
+use crate::error::{Error, Result};
+use crate::profile::{Param, Profile};
+use crate::report::Severity;
 use serde_json::{Map, Value};
 
 /// Most locations (JSON pointers) a check lists; the total is always given.
 pub const MAX_LOCATIONS: usize = 100;
+
+/// One check's definition, written beside its measuring function.
+pub struct CheckDef {
+    /// ID of the form FAMILY-NNN.
+    pub id: &'static str,
+    /// Human name.
+    pub name: &'static str,
+    /// Family name in lower case (`geometry`, `performance`, ...).
+    pub category: &'static str,
+    /// Default severity (a custom profile may change it).
+    pub severity: Severity,
+    /// The budget parameters it compares against.
+    pub params: &'static [&'static Param],
+    /// What it measures and how.
+    pub what: &'static str,
+    /// Why it matters.
+    pub why: &'static str,
+    /// How to fix a breach.
+    pub fix: &'static str,
+    /// `measured` keys and their meaning.
+    pub measured: &'static [(&'static str, &'static str)],
+    /// `threshold` keys and their meaning.
+    pub threshold: &'static [(&'static str, &'static str)],
+    /// What it reads besides the document.
+    pub needs: Needs,
+    /// The budget it is mostly about, as (`measured` key, `threshold` key):
+    /// the gauge the demo page and report cards draw.
+    pub gauge: Option<(&'static str, &'static str)>,
+    /// The measuring function.
+    pub run: fn(&Ctx<'_>) -> CheckOutput,
+}
+
+/// What a check reads besides the document; the engine acts on it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Needs {
+    /// The flattened scene's geometry: the check carries the scene's notes
+    /// in `measured.notes` and is skipped when no primitive could be read.
+    pub geometry: bool,
+    /// The images' headers (sizes and formats) behind the materials.
+    pub textures: bool,
+    /// The Khronos glTF-Validator's outcome (the engine runs it only when a
+    /// selected check needs it).
+    pub validator: bool,
+    /// The renderer's stills (full mode; skipped in a build without it).
+    pub renderer: bool,
+}
+
+/// A family of checks: ID prefix, category, the labels the report card and
+/// the demo page show, and its checks in ID order.
+pub struct Family {
+    /// ID prefix (`GEO`).
+    pub prefix: &'static str,
+    /// Category name (`geometry`).
+    pub category: &'static str,
+    /// Heading for people.
+    pub label: &'static str,
+    /// One line on what the family looks at.
+    pub blurb: &'static str,
+    /// Its checks, in ID order.
+    pub checks: &'static [CheckDef],
+}
+
+/// The `locations` key most checks list.
+pub const LOC: (&str, &str) = ("locations", "JSON pointers to the objects involved (at most 100)");
+/// The `locations_total` key that goes with it.
+pub const LOC_TOTAL: (&str, &str) = ("locations_total", "how many objects are involved in all");
+
+/// Budget: positions closer than this are one vertex (every check on the
+/// welded mesh reads it; `--weld-tolerance` and the API's `weld_tolerance`
+/// set it).
+pub const WELD_TOLERANCE: Param = Param {
+    key: "weld_tolerance",
+    unit: "m",
+    doc: "Positions closer than this are one vertex",
+    overridable: false,
+    integer: false,
+};
+
+/// The largest weld tolerance a caller may ask for, in metres.
+pub const MAX_WELD_TOLERANCE: f64 = 1.0;
+
+/// Sets the weld tolerance in metres (`--weld-tolerance`, API
+/// `weld_tolerance`): finite, non-negative, at most 1 m.
+pub fn set_weld_tolerance(profile: &mut Profile, metres: f64) -> Result<()> {
+    // Not finite or negative: `set` says so, as for any parameter.
+    if metres.is_finite() && metres > MAX_WELD_TOLERANCE {
+        return Err(Error::bad_request(format!("weld tolerance {metres} m is over the 1 m maximum")));
+    }
+    profile.set(&WELD_TOLERANCE, metres)
+}
 
 /// What a check sees: the loaded asset, the profile and the reference
 /// validator's outcome.
@@ -119,9 +215,9 @@ impl Obj {
         self.0.insert("locations_total".into(), Value::from(all.len() as u64));
         self
     }
-    /// Adds the profile value of `key` under the same name.
-    pub fn param(self, profile: &Profile, key: &str) -> Obj {
-        self.num(key, profile.get(key))
+    /// Adds the profile's value of `param` under its key.
+    pub fn param(self, profile: &Profile, param: &Param) -> Obj {
+        self.num(param.key, profile.get(param))
     }
 }
 

@@ -2,10 +2,24 @@
 //! judge), on the scene's one welded world mesh.
 
 use super::geo::{degenerate_flags, primitive_pointers, world};
+use super::{CheckDef, Family, LOC, LOC_TOTAL, Needs, WELD_TOLERANCE};
 use super::{CheckOutput, Comparison, Ctx, Obj, measured, short};
 use crate::geom::mesh::{cross, dot, len, shape, sub};
+use crate::profile::Param;
+use crate::report::Severity;
 use rayon::prelude::*;
 use serde_json::{Map, Value};
+
+const CATEGORY: &str = "topology";
+
+/// The TOP family: its checks in ID order.
+pub static FAMILY: Family = Family {
+    prefix: "TOP",
+    category: CATEGORY,
+    label: "Topology (info)",
+    blurb: "Mesh quality measurements; these never fail a file",
+    checks: &[QUAD_RECONSTRUCTIBILITY, VALENCE_REGULARITY, TRIANGLE_REGULARITY, HARD_EDGES],
+};
 
 /// Cosine of the angle between two vectors (1 when either is zero).
 fn cosine(a: [f64; 3], b: [f64; 3]) -> f64 {
@@ -21,6 +35,30 @@ pub const QUAD_MAX_FACE_ANGLE_DEG: f64 = 40.0;
 /// Corner angles of a reconstructed quad must lie within 90 +/- this.
 pub const QUAD_CORNER_TOLERANCE_DEG: f64 = 40.0;
 
+/// TOP-001: its definition.
+pub const QUAD_RECONSTRUCTIBILITY: CheckDef = CheckDef {
+    id: "TOP-001",
+    name: "Quad reconstructibility",
+    category: CATEGORY,
+    severity: Severity::Info,
+    params: &[],
+    what: "Pairs triangles across manifold, consistently wound edges into quads that are planar (face normals within 40 degrees, Blender's tris-to-quads default), convex and near-square (every corner within 90 +/- 40 degrees), greedily from the squarest; reports the share of triangles that pair.",
+    why: "A high share means the mesh came from clean quad topology, which subdivides, deforms and UV-unwraps predictably; a low share suggests scanned or decimated triangle soup.",
+    fix: "Nothing to fix: it measures. Retopologise where clean deformation or subdivision matters.",
+    measured: &[
+        ("quad_pct", "2 x quads / triangles x 100, 0..100"),
+        ("quads", "quads formed"),
+        ("triangles", "triangles in the welded mesh"),
+    ],
+    threshold: &[
+        ("max_face_angle_deg", "40: planarity limit"),
+        ("corner_tolerance_deg", "40: corners within 90 +/- this"),
+    ],
+    needs: Needs { geometry: true, textures: false, validator: false, renderer: false },
+    gauge: None,
+    run: quad_reconstructibility,
+};
+
 /// TOP-001.
 pub fn quad_reconstructibility(cx: &Ctx<'_>) -> CheckOutput {
     let w = match world(cx) {
@@ -28,7 +66,7 @@ pub fn quad_reconstructibility(cx: &Ctx<'_>) -> CheckOutput {
         Err(why) => return CheckOutput::Skipped(why),
     };
     let t = &w.topology;
-    let degenerate = degenerate_flags(w, cx.profile.get("weld_tolerance"));
+    let degenerate = degenerate_flags(w, cx.profile.get(&WELD_TOLERANCE));
     let p = |i: u32| t.vertices[i as usize];
     // Limits as cosines, so no trigonometry per edge.
     let planar = QUAD_MAX_FACE_ANGLE_DEG.to_radians().cos();
@@ -104,6 +142,27 @@ pub const REGULAR_VALENCE: u64 = 6;
 /// Valences at or above this are counted together in the histogram.
 pub const VALENCE_HISTOGRAM_CAP: u64 = 12;
 
+/// TOP-002: its definition.
+pub const VALENCE_REGULARITY: CheckDef = CheckDef {
+    id: "TOP-002",
+    name: "Vertex valence regularity",
+    category: CATEGORY,
+    severity: Severity::Info,
+    params: &[],
+    what: "For the interior vertices of the welded mesh (not on a boundary or non-manifold edge), counts the edges meeting at each (valence) and reports the share with the regular valence 6 and the histogram (valences of 12 or more counted together as \"12+\").",
+    why: "Irregular vertices (poles) pinch shading and subdivision; a regular mesh deforms and tessellates evenly.",
+    fix: "Nothing to fix: it measures. Redistribute poles away from deforming or highly curved areas.",
+    measured: &[
+        ("regular_valence_pct", "interior vertices of valence 6, %"),
+        ("interior_vertices", "welded vertices not on boundary or non-manifold edges"),
+        ("valence_histogram", "interior vertices per valence (keys are valences)"),
+    ],
+    threshold: &[("regular_valence", "6")],
+    needs: Needs { geometry: true, textures: false, validator: false, renderer: false },
+    gauge: None,
+    run: valence_regularity,
+};
+
 /// TOP-002.
 pub fn valence_regularity(cx: &Ctx<'_>) -> CheckOutput {
     let w = match world(cx) {
@@ -155,6 +214,27 @@ pub fn valence_regularity(cx: &Ctx<'_>) -> CheckOutput {
     )
 }
 
+/// TOP-003: its definition.
+pub const TRIANGLE_REGULARITY: CheckDef = CheckDef {
+    id: "TOP-003",
+    name: "Triangle regularity",
+    category: CATEGORY,
+    severity: Severity::Info,
+    params: &[],
+    what: "For every drawn triangle in world space, the quality 4*sqrt(3)*area/(a^2+b^2+c^2): 1 for an equilateral triangle, 0 for a degenerate one; reports the mean and the 5th percentile.",
+    why: "Thin slivers shade poorly, interpolate attributes badly and hurt simulation; the 5th percentile shows how bad the worst part of the mesh is.",
+    fix: "Nothing to fix: it measures. Remesh or re-triangulate sliver-heavy areas.",
+    measured: &[
+        ("quality_mean", "mean quality, 0..1"),
+        ("quality_p5", "5th-percentile quality, 0..1"),
+        ("triangles", "triangles measured"),
+    ],
+    threshold: &[],
+    needs: Needs { geometry: true, textures: false, validator: false, renderer: false },
+    gauge: None,
+    run: triangle_regularity,
+};
+
 /// TOP-003.
 pub fn triangle_regularity(cx: &Ctx<'_>) -> CheckOutput {
     let w = match world(cx) {
@@ -190,6 +270,41 @@ pub fn triangle_regularity(cx: &Ctx<'_>) -> CheckOutput {
     )
 }
 
+/// Budget: Face-normal angle from which an edge is hard.
+pub const HARD_ANGLE_DEG: Param = Param {
+    key: "hard_angle_deg",
+    unit: "degrees",
+    doc: "Face-normal angle from which an edge is hard",
+    overridable: false,
+    integer: false,
+};
+
+/// TOP-004: its definition.
+pub const HARD_EDGES: CheckDef = CheckDef {
+    id: "TOP-004",
+    name: "Hard-edge share",
+    category: CATEGORY,
+    severity: Severity::Info,
+    params: &[&HARD_ANGLE_DEG, &WELD_TOLERANCE],
+    what: "Over the manifold (interior) edges of the welded mesh, the length-weighted share whose two face normals meet at hard_angle_deg (90) or more; faces with inconsistent winding are compared as if wound alike.",
+    why: "Hard 90-degree edges read as CG in close-ups and alias in renders; small bevels catch highlights. A high share on a product model usually means unbevelled edges.",
+    fix: "Nothing to fix: it measures. Bevel prominent edges (Blender: Bevel modifier) where the asset is seen up close.",
+    measured: &[
+        ("hard_edge_length_pct", "hard edge length / interior edge length x 100"),
+        ("hard_edges", "interior edges whose faces meet at hard_angle_deg or more"),
+        ("interior_edge_length_m", "total interior edge length, metres"),
+        LOC,
+        LOC_TOTAL,
+    ],
+    threshold: &[
+        ("hard_angle_deg", "angle between face normals, degrees"),
+        ("weld_tolerance", "weld tolerance, metres"),
+    ],
+    needs: Needs { geometry: true, textures: false, validator: false, renderer: false },
+    gauge: None,
+    run: hard_edges,
+};
+
 /// TOP-004.
 pub fn hard_edges(cx: &Ctx<'_>) -> CheckOutput {
     let w = match world(cx) {
@@ -197,7 +312,7 @@ pub fn hard_edges(cx: &Ctx<'_>) -> CheckOutput {
         Err(why) => return CheckOutput::Skipped(why),
     };
     let t = &w.topology;
-    let hard_angle = cx.profile.get("hard_angle_deg");
+    let hard_angle = cx.profile.get(&HARD_ANGLE_DEG);
     let hard_cos = hard_angle.to_radians().cos();
     let (mut total_len, mut hard_len, mut hard) = (0.0f64, 0.0f64, 0u64);
     let mut hard_faces = Vec::new();
@@ -228,7 +343,7 @@ pub fn hard_edges(cx: &Ctx<'_>) -> CheckOutput {
             .int("hard_edges", hard)
             .num("interior_edge_length_m", total_len)
             .locations(&locations),
-        Obj::new().param(cx.profile, "hard_angle_deg").param(cx.profile, "weld_tolerance"),
+        Obj::new().param(cx.profile, &HARD_ANGLE_DEG).param(cx.profile, &WELD_TOLERANCE),
         Comparison::Within,
         format!(
             "{}% of interior edge length is hard ({hard} edges at {} degrees or more)",

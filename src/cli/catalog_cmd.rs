@@ -2,9 +2,9 @@
 //! on the terminal (or as JSON).
 
 use super::output::emit;
-use crate::checks::catalog::CATALOG;
+use crate::checks::catalog::{self, CATALOG};
 use crate::error::Result;
-use crate::profile::{BUILTIN_NAMES, PARAMS, Profile};
+use crate::profile::{Param, Profile};
 use clap::{Args, ValueEnum};
 use comfy_table::{ContentArrangement, Table, presets::UTF8_FULL_CONDENSED};
 use serde_json::{Map, Value, json};
@@ -42,9 +42,8 @@ fn format_of(f: Option<ListFormat>) -> ListFormat {
     f.unwrap_or(if std::io::stdout().is_terminal() { ListFormat::Table } else { ListFormat::Json })
 }
 
-fn fmt_value(key: &str, v: f64) -> String {
-    let p = PARAMS.iter().find(|p| p.key == key);
-    if p.is_some_and(|p| p.integer) { crate::checks::thousands(v as u64) } else { crate::checks::short(v) }
+fn fmt_value(p: &Param, v: f64) -> String {
+    if p.integer { crate::checks::thousands(v as u64) } else { crate::checks::short(v) }
 }
 
 /// The catalog as JSON under a profile.
@@ -54,7 +53,7 @@ pub fn checks_json(profile: &Profile) -> Value {
             .iter()
             .map(|c| {
                 let thresholds: Map<String, Value> =
-                    c.params.iter().map(|k| (k.to_string(), crate::report::num(profile.get(k)))).collect();
+                    c.params.iter().map(|p| (p.key.to_string(), crate::report::num(profile.get(p)))).collect();
                 json!({
                     "id": c.id,
                     "name": c.name,
@@ -69,16 +68,16 @@ pub fn checks_json(profile: &Profile) -> Value {
 
 /// `meshcheck checks`.
 pub fn checks(args: ChecksArgs) -> Result<i32> {
-    let profile = Profile::load(&args.profile, &crate::checks::catalog::ids())?;
+    let profile = catalog::profile(&args.profile)?;
     match format_of(args.format) {
         ListFormat::Json => emit(&format!("{}\n", serde_json::to_string_pretty(&checks_json(&profile)).expect("JSON"))),
         ListFormat::Table => {
             let mut t = Table::new();
             t.load_style(UTF8_FULL_CONDENSED).set_content_arrangement(ContentArrangement::Dynamic);
             t.set_header(vec!["ID", "Name", "Category", "Severity", &format!("Thresholds ({})", profile.name)]);
-            for c in CATALOG {
+            for c in CATALOG.iter() {
                 let th: Vec<String> =
-                    c.params.iter().map(|k| format!("{k} = {}", fmt_value(k, profile.get(k)))).collect();
+                    c.params.iter().map(|p| format!("{} = {}", p.key, fmt_value(p, profile.get(p)))).collect();
                 t.add_row(vec![
                     c.id,
                     c.name,
@@ -95,7 +94,7 @@ pub fn checks(args: ChecksArgs) -> Result<i32> {
 
 /// `meshcheck profiles`.
 pub fn profiles(args: ProfilesArgs) -> Result<i32> {
-    let profiles: Vec<Profile> = BUILTIN_NAMES.iter().map(|n| Profile::builtin(n)).collect::<Result<_>>()?;
+    let profiles: Vec<Profile> = catalog::builtin_profiles();
     match format_of(args.format) {
         ListFormat::Json => {
             let v: Map<String, Value> = profiles
@@ -113,9 +112,9 @@ pub fn profiles(args: ProfilesArgs) -> Result<i32> {
             );
             header.push("Override".into());
             t.set_header(header);
-            for p in PARAMS {
+            for (p, _) in profiles[0].values() {
                 let mut row = vec![p.key.to_string(), p.unit.to_string()];
-                row.extend(profiles.iter().map(|pr| fmt_value(p.key, pr.get(p.key))));
+                row.extend(profiles.iter().map(|pr| fmt_value(p, pr.get(p))));
                 row.push(if p.overridable { "yes".into() } else { "no".into() });
                 t.add_row(row);
             }

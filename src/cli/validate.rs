@@ -10,7 +10,6 @@ use super::values::positive_seconds;
 use crate::asset::Input;
 use crate::engine::{self, Options, Selection};
 use crate::error::{Error, Result};
-use crate::profile::Profile;
 use crate::report::{Mode, Verdict};
 use clap::{Args, ValueEnum};
 use rayon::prelude::*;
@@ -158,12 +157,12 @@ fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
 
 /// Builds engine options from the flags.
 pub fn options(args: &ValidateArgs) -> Result<Options> {
-    let mut profile = Profile::load(&args.profile, &crate::checks::catalog::ids())?;
+    let mut profile = crate::checks::catalog::profile(&args.profile)?;
     for o in &args.overrides {
         profile.apply_override_str(o)?;
     }
     if let Some(w) = args.weld_tolerance {
-        profile.set_weld_tolerance(w)?;
+        crate::checks::set_weld_tolerance(&mut profile, w)?;
     }
     let selection = Selection::parse(&args.only, &args.skip)?;
     let mode = match args.mode {
@@ -184,7 +183,7 @@ pub fn options(args: &ValidateArgs) -> Result<Options> {
     #[allow(clippy::needless_update)]
     let mut opts =
         Options { profile, mode, selection, validator: None, watermark: args.watermark.clone(), ..Options::default() };
-    if opts.selection.runs("SPEC-001") {
+    if opts.runs_validator() {
         // One pool per run, started before any file is read so that a missing
         // Node or package is reported once, with the command that fixes it.
         let timeout = std::time::Duration::from_secs_f64(args.validator_timeout);

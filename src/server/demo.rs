@@ -32,7 +32,28 @@ pub const DEMO_PLAN: &str = "scale";
 /// Room for the multipart framing around the file.
 const FRAMING: u64 = 64 << 10;
 
-const PAGE: &str = include_str!("demo/index.html");
+const PAGE_SOURCE: &str = include_str!("demo/index.html");
+
+/// The page with the check catalog's labels filled in: the families'
+/// prefixes, labels and blurbs and each check's gauge, from the check
+/// definitions (so the page never names a check the engine lacks).
+static PAGE: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| page_with_labels(PAGE_SOURCE));
+
+/// `source` with its two label placeholders replaced by the catalog's.
+pub fn page_with_labels(source: &str) -> String {
+    use crate::checks::catalog::{CATALOG, FAMILIES};
+    let families: Vec<serde_json::Value> =
+        FAMILIES.iter().map(|f| serde_json::json!({"prefix": f.prefix, "label": f.label, "blurb": f.blurb})).collect();
+    let gauges: serde_json::Map<String, serde_json::Value> =
+        CATALOG.iter().filter_map(|c| c.gauge.map(|(m, t)| (c.id.to_string(), serde_json::json!([m, t])))).collect();
+    // JSON inside a script element: `<` escaped so no `</script>` can close it.
+    let js = |v: serde_json::Value| v.to_string().replace('<', "\\u003c");
+    source.replacen("/*meshcheck:families*/[]", &js(serde_json::Value::Array(families)), 1).replacen(
+        "/*meshcheck:gauges*/{}",
+        &js(serde_json::Value::Object(gauges)),
+        1,
+    )
+}
 
 /// GET /: the demo page.
 pub async fn page() -> Response {
@@ -46,7 +67,7 @@ pub async fn page() -> Response {
             (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
             (header::REFERRER_POLICY, "no-referrer"),
         ],
-        PAGE,
+        PAGE.as_str(),
     )
         .into_response()
 }
@@ -156,4 +177,23 @@ async fn run(state: &AppState, req: Request) -> ApiResult<Response> {
     let loaded = super::input::Loaded { bytes: file, filename: String::new(), blob: None };
     let body = super::validate::run_sync(state, &caller, params, loaded).await?;
     Ok(super::input::json_response(StatusCode::OK, body))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_page_carries_every_family_and_gauge_of_the_catalog() {
+        let page = page_with_labels(PAGE_SOURCE);
+        assert!(!page.contains("/*meshcheck:"), "a label placeholder is left");
+        for f in crate::checks::catalog::FAMILIES {
+            assert!(page.contains(&format!("\"prefix\":\"{}\",\"label\":\"{}\"", f.prefix, f.label)), "{}", f.prefix);
+        }
+        for c in crate::checks::catalog::CATALOG.iter() {
+            if let Some((m, t)) = c.gauge {
+                assert!(page.contains(&format!("\"{}\":[\"{m}\",\"{t}\"]", c.id)), "{}", c.id);
+            }
+        }
+    }
 }

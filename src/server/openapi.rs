@@ -190,7 +190,7 @@ fn errors_for(op: &str, authed: bool) -> Vec<(u16, Vec<ErrorCode>)> {
 }
 
 fn options_properties(multipart: bool) -> Map<String, Value> {
-    let keys = crate::profile::override_keys();
+    let keys = crate::checks::catalog::default_profile().override_keys();
     let mut p = Map::new();
     p.insert(
         "profile".into(),

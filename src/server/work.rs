@@ -50,7 +50,7 @@ impl ValidateParams {
         validator: Option<std::sync::Arc<crate::validator::Validator>>,
     ) -> crate::error::Result<Options> {
         // Built-in names only: the service never reads a profile path from disk.
-        let mut profile = Profile::builtin(&self.profile)
+        let mut profile = Profile::builtin(&self.profile, crate::checks::catalog::schema())
             .map_err(|e| Error::field("profile", "unknown", e.message).with_help("profiles: web, mobile, pc, hero"))?;
         for (k, v) in &self.overrides {
             profile
@@ -58,7 +58,8 @@ impl ValidateParams {
                 .map_err(|e| Error::field("overrides", "unknown key or bad value", e.message))?;
         }
         if let Some(w) = self.weld_tolerance {
-            profile.set_weld_tolerance(w).map_err(|e| Error::field("weld_tolerance", "range", e.message))?;
+            crate::checks::set_weld_tolerance(&mut profile, w)
+                .map_err(|e| Error::field("weld_tolerance", "range", e.message))?;
         }
         Ok(Options {
             drawer: Default::default(),
