@@ -8,6 +8,7 @@
 pub mod args;
 pub mod catalog_cmd;
 pub mod diag;
+pub mod findings;
 pub mod generate;
 #[cfg(all(feature = "render", feature = "vision"))]
 pub mod inspect_cmd;
