@@ -488,7 +488,7 @@ def stress_cases(tmp: Path) -> list[tuple[Path, float | None]]:
     tolerance. Each exposes a difference that is NOT allow-listed.
 
     - FlightHelmet.zip at a 1 mm and a 1 cm weld tolerance (the CLI's
-      --weld-tolerance). meshcheck's weld (src/geom/mesh.rs `weld`) compares
+      --weld-tolerance). meshcheck's weld (src/geom/mesh/weld.rs `weld`) compares
       every point with the points of its grid cell (CELL_TOLERANCES = 16
       tolerances wide) until it has spent WELD_COMPARISONS_PER_POINT (64)
       comparisons per point plus 1,000,000; after that it welds any cell

@@ -6,7 +6,8 @@
 use crate::testkit::{Doc, Node, Prim, cube, sphere};
 use crate::util::{check, measured_f64, validate_bytes, validate_with};
 use meshcheck::engine::Options;
-use meshcheck::geom::mesh::{Topology, weld};
+use meshcheck::geom::mesh::edges::Topology;
+use meshcheck::geom::mesh::weld::weld;
 use meshcheck::report::Status;
 use proptest::prelude::*;
 

@@ -5,5 +5,5 @@
 #![no_main]
 
 libfuzzer_sys::fuzz_target!(|data: &[u8]| {
-    meshcheck::geom::mesh::exercise(data);
+    meshcheck::geom::mesh::fuzz::exercise(data);
 });

@@ -18,7 +18,7 @@ use super::json::Note;
 pub use super::primitive::{MAX_UV_SETS, Primitive};
 use crate::error::{Error, ErrorCode, Result};
 use crate::geom::mat4::{self, Aabb, Mat4};
-use crate::geom::mesh::Topology;
+use crate::geom::mesh::edges::Topology;
 use crate::geom::topology;
 use gltf::json::validation::Checked;
 use rayon::prelude::*;

@@ -1,0 +1,29 @@
+//! Welded mesh topology: the one weld, edge map and shell pass that the
+//! geometry and topology checks share.
+//!
+//! Everything here works on plain slices: world-space points and triangles
+//! of point indices. Nothing knows about glTF.
+//!
+//! - [`weld`]: points within a tolerance are one vertex (transitively:
+//!   union-find over a hash grid), so UV seams and hard-normal splits are
+//!   not holes. Linear in the number of points for real meshes.
+//! - [`edges`]: [`Topology::build`] gives welded triangles; collapsed ones
+//!   (a repeated welded index) are left out of the edge map. Edges are found
+//!   by sorting 64-bit keys (n log n), shells by union-find, winding by a
+//!   breadth-first walk over manifold edges. Results do not depend on
+//!   triangle or vertex order.
+//! - [`vector`]: cross, dot, length, normals and triangle shape.
+//! - [`hash`]: the fast hasher and map for integer keys both passes use.
+//! - [`fuzz`]: the geometry fuzz target's body.
+//!
+//! This file only declares the parts and re-exports the names the checks
+//! use (`geom::mesh::{Topology, shape, cross, dot, len, sub}`).
+
+pub mod edges;
+pub mod fuzz;
+pub mod hash;
+pub mod vector;
+pub mod weld;
+
+pub use edges::Topology;
+pub use vector::{cross, dot, len, shape, sub};
