@@ -1,0 +1,183 @@
+//! UV islands: connected components of a layout's triangles joined across
+//! shared UV edges, compared exactly by their f32 bits ([`uv_islands`]).
+//! The padding measurement (UV-005) measures the gaps between them.
+
+use super::layout::UvMesh;
+use crate::geom::unionfind::UnionFind;
+
+fn corner_uvs(uvs: &[[f32; 2]], t: [u32; 3]) -> Option<[[f32; 2]; 3]> {
+    Some([*uvs.get(t[0] as usize)?, *uvs.get(t[1] as usize)?, *uvs.get(t[2] as usize)?])
+}
+
+fn finite(c: &[[f32; 2]; 3]) -> bool {
+    c.iter().all(|p| p[0].is_finite() && p[1].is_finite())
+}
+
+/// The UV point of a vertex as one key: both coordinates' f32 bits, with
+/// -0.0 read as 0.0.
+fn uv_key(p: [f32; 2]) -> u64 {
+    let bits = |x: f32| if x == 0.0 { 0 } else { x.to_bits() };
+    (bits(p[0]) as u64) << 32 | bits(p[1]) as u64
+}
+
+/// UV islands of a layout.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Islands {
+    /// Per triangle (meshes in order, then triangles in order): its island,
+    /// numbered 0.. in order of first appearance; `u32::MAX` for a triangle
+    /// with non-finite UVs or an invalid index.
+    pub island: Vec<u32>,
+    /// Number of islands.
+    pub count: u32,
+}
+
+/// UV islands: connected components of triangles joined across shared UV
+/// edges. Two triangles share an edge when both have an edge between the same
+/// two UV points, compared exactly by their f32 bits (in either direction),
+/// across meshes too; triangles touching only at a point stay apart, as do
+/// the two sides of a UV seam. O(vertices + triangles).
+pub fn uv_islands(meshes: &[UvMesh<'_>]) -> Islands {
+    // Canonical point ids: vertices with the same UV bits are one point
+    // (open addressing with linear probing; ids in order of first appearance).
+    let vertices: usize = meshes.iter().map(|m| m.uvs.len()).sum();
+    let cap = (vertices * 2).next_power_of_two().max(16);
+    let shift = 64 - cap.trailing_zeros();
+    // Keys, and ids + 1 (0 marks an empty slot).
+    let mut slot_key = vec![0u64; cap];
+    let mut slot_id = vec![0u32; cap];
+    let mut point: Vec<u32> = Vec::with_capacity(vertices);
+    let mut base = Vec::with_capacity(meshes.len());
+    let mut points = 0u32;
+    for m in meshes {
+        base.push(point.len());
+        for &p in m.uvs {
+            let k = uv_key(p);
+            let mut i = (k.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> shift) as usize;
+            loop {
+                let id = slot_id[i];
+                if id == 0 {
+                    points += 1;
+                    (slot_key[i], slot_id[i]) = (k, points);
+                    point.push(points - 1);
+                    break;
+                }
+                if slot_key[i] == k {
+                    point.push(id - 1);
+                    break;
+                }
+                i = (i + 1) & (cap - 1);
+            }
+        }
+    }
+    drop((slot_key, slot_id));
+    let points = points as usize;
+
+    // Triangle corners as point ids ([u32::MAX; 3]: unusable), and edges
+    // bucketed by their lower point id (counting sort), to be joined within
+    // each bucket by their higher id.
+    const NONE: [u32; 3] = [u32::MAX; 3];
+    let total: usize = meshes.iter().map(|m| m.triangles.len()).sum();
+    let mut corners: Vec<[u32; 3]> = Vec::with_capacity(total);
+    let mut start = vec![0u32; points + 1];
+    let edges_of = |c: [u32; 3]| [(c[0], c[1]), (c[1], c[2]), (c[2], c[0])].map(|(a, b)| (a.min(b), a.max(b)));
+    for (mi, m) in meshes.iter().enumerate() {
+        for &t in m.triangles {
+            let c = match corner_uvs(m.uvs, t).filter(finite) {
+                Some(_) => t.map(|v| point[base[mi] + v as usize]),
+                None => NONE,
+            };
+            corners.push(c);
+            if c != NONE {
+                for (lo, hi) in edges_of(c) {
+                    start[lo as usize + 1] += (lo != hi) as u32;
+                }
+            }
+        }
+    }
+    for i in 0..points {
+        start[i + 1] += start[i];
+    }
+    let mut fill = start.clone();
+    let mut entries = vec![(0u32, 0u32); start[points] as usize];
+    for (t, &c) in corners.iter().enumerate() {
+        if c == NONE {
+            continue;
+        }
+        for (lo, hi) in edges_of(c) {
+            if lo != hi {
+                let f = &mut fill[lo as usize];
+                entries[*f as usize] = (hi, t as u32);
+                *f += 1;
+            }
+        }
+    }
+    drop(fill);
+    let mut sets = UnionFind::new(total);
+    for p in 0..points {
+        let bucket = &mut entries[start[p] as usize..start[p + 1] as usize];
+        if bucket.len() < 2 {
+            continue;
+        }
+        bucket.sort_unstable();
+        for k in 1..bucket.len() {
+            if bucket[k].0 == bucket[k - 1].0 {
+                sets.union(bucket[k - 1].1, bucket[k].1);
+            }
+        }
+    }
+
+    let mut id = vec![u32::MAX; total];
+    let mut island = vec![u32::MAX; total];
+    let mut count = 0u32;
+    for t in 0..total {
+        if corners[t] == NONE {
+            continue;
+        }
+        let r = sets.find(t as u32) as usize;
+        if id[r] == u32::MAX {
+            id[r] = count;
+            count += 1;
+        }
+        island[t] = id[r];
+    }
+    Islands { island, count }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::geom::uv::layout::fixtures::mesh;
+
+    #[test]
+    fn islands_join_on_shared_edges_only() {
+        //  3---2---5
+        //  | / | \ |     the left square (0,1,2,3) and the right one (1,4,5,2)
+        //  0---1---4     share the edge 1-2: one island. Triangle 6-7-8 touches
+        //          |     the right square only at the point 4: its own island.
+        //          8-7
+        let uvs = [
+            [0.0, 0.0],
+            [0.5, 0.0],
+            [0.5, 0.5],
+            [0.0, 0.5],
+            [1.0, 0.0],
+            [1.0, 0.5],
+            [1.0, 0.0],
+            [1.0, -0.5],
+            [1.5, -0.5],
+        ];
+        let tris = [[0, 1, 2], [0, 2, 3], [1, 4, 5], [1, 5, 2], [6, 7, 8]];
+        let i = uv_islands(&[mesh(&uvs, &tris)]);
+        assert_eq!(i.count, 2);
+        assert_eq!(i.island, vec![0, 0, 0, 0, 1]);
+        // Duplicated vertices with equal UVs (split for normals) still join, across meshes too.
+        let a = [[0.0f32, 0.0], [0.5, 0.0], [0.5, 0.5]];
+        let b = [[0.5f32, 0.5], [0.0, 0.5], [0.0, 0.0]];
+        let i = uv_islands(&[mesh(&a, &[[0, 1, 2]]), mesh(&b, &[[0, 1, 2]])]);
+        assert_eq!(i.count, 1);
+        // A NaN triangle belongs to no island.
+        let n = [[f32::NAN, 0.0], [0.5, 0.0], [0.5, 0.5]];
+        let i = uv_islands(&[mesh(&n, &[[0, 1, 2]])]);
+        assert_eq!((i.count, i.island[0]), (0, u32::MAX));
+    }
+}

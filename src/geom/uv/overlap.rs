@@ -1,0 +1,230 @@
+//! UV overlap (UV-002): every triangle of a layout rasterised into the
+//! [0,1) tile with texel-centre sampling and a top-left fill rule, coverage
+//! counted per texel, so only real overlap (stacked or folded triangles,
+//! islands on top of each other) counts ([`uv_overlap`]).
+
+use super::layout::UvMesh;
+use super::raster::{Coverage, RasterPlan, TriangleCounts, for_each_inside, rasterise, setup, spans};
+
+/// UV overlap of one layout (UV-002).
+#[derive(Debug, Clone, PartialEq)]
+pub struct OverlapStats {
+    /// The raster measured on.
+    pub plan: RasterPlan,
+    /// Texels whose centre at least one triangle covers (0..=width*height).
+    pub covered_texels: u64,
+    /// Texels whose centre two or more triangles cover (0..=covered_texels).
+    pub overlapping_texels: u64,
+    /// overlapping_texels / covered_texels * 100, in [0, 100]; 0 when nothing is covered.
+    pub overlap_pct: f64,
+    /// What happened to the triangles.
+    pub triangles: TriangleCounts,
+    /// Per mesh, in input order: whether one of its triangles covers an overlapping texel.
+    pub overlapping_meshes: Vec<bool>,
+}
+
+/// Rasterises every triangle of `meshes` into the [0,1) tile of a `width` x
+/// `height` texture (see [`plan_raster`]) with texel-centre sampling and a
+/// top-left fill rule, counting coverage per texel in a saturating byte.
+/// Triangles sharing an edge never cover a texel twice, so only real overlap
+/// (stacked or folded triangles, islands on top of each other) counts; a
+/// triangle entirely outside the tile is ignored and one crossing its border
+/// is clipped. Memory: one byte per raster texel; time: O(triangles + texel
+/// visits), the visits bounded by [`RASTER_WORK_BUDGET`].
+///
+/// [`plan_raster`]: super::raster::plan_raster
+/// [`RASTER_WORK_BUDGET`]: super::raster::RASTER_WORK_BUDGET
+pub fn uv_overlap(meshes: &[UvMesh<'_>], width: u32, height: u32) -> OverlapStats {
+    let (count, plan, counts) = rasterise(
+        meshes,
+        width,
+        height,
+        |plan| (plan, vec![0u8; plan.width as usize * plan.height as usize]),
+        |(plan, count), _, _, c| {
+            let stride = plan.width as usize;
+            if let Some(s) = setup(c, Coverage::Centre, plan.width, plan.height) {
+                spans(&s, |y, x0, x1| {
+                    for v in &mut count[y * stride + x0..=y * stride + x1] {
+                        *v = v.saturating_add(1);
+                    }
+                });
+            }
+        },
+    );
+    let count = count.1;
+    let stride = plan.width as usize;
+    let (mut covered, mut overlapping) = (0u64, 0u64);
+    for &c in &count {
+        covered += (c >= 1) as u64;
+        overlapping += (c >= 2) as u64;
+    }
+    let mut overlapping_meshes = vec![false; meshes.len()];
+    if overlapping > 0 {
+        for_each_inside(meshes, plan, f64::INFINITY, |m, _, c| {
+            if overlapping_meshes[m] {
+                return;
+            }
+            if let Some(s) = setup(c, Coverage::Centre, plan.width, plan.height) {
+                let mut hit = false;
+                spans(&s, |y, x0, x1| hit |= count[y * stride + x0..=y * stride + x1].iter().any(|&v| v >= 2));
+                overlapping_meshes[m] |= hit;
+            }
+        });
+    }
+    let overlap_pct = if covered == 0 { 0.0 } else { overlapping as f64 / covered as f64 * 100.0 };
+    OverlapStats {
+        plan,
+        covered_texels: covered,
+        overlapping_texels: overlapping,
+        overlap_pct,
+        triangles: counts,
+        overlapping_meshes,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::geom::uv::layout::fixtures::{SQUARE, mesh};
+    use crate::geom::uv::padding::island_padding;
+    use crate::geom::uv::raster::plan_raster;
+    use crate::geom::uv::stretch::triangle_stretch;
+
+    #[test]
+    fn shared_edge_covers_disjoint_texels() {
+        let tris = [[0, 1, 2], [0, 2, 3]];
+        let s = uv_overlap(&[mesh(&SQUARE, &tris)], 8, 8);
+        // The diagonal passes through 8 texel centres; each goes to one triangle.
+        assert_eq!((s.covered_texels, s.overlapping_texels, s.overlap_pct), (64, 0, 0.0));
+        // The same with odd angles and the second triangle wound the other way.
+        let uvs = [[0.1, 0.05], [0.93, 0.2], [0.7, 0.9], [0.05, 0.77]];
+        let s = uv_overlap(&[mesh(&uvs, &[[0, 1, 2], [3, 2, 0]])], 37, 37);
+        assert_eq!(s.overlapping_texels, 0);
+        assert!(s.covered_texels > 500);
+    }
+
+    #[test]
+    fn fan_around_a_texel_centre_covers_it_once() {
+        // Eight triangles meeting at (0.5, 0.5), the centre of texel (1, 1)
+        // at 3x3 texels; the fan reaches no other texel centre.
+        //
+        //    \ | /
+        //   -- * --
+        //    / | \
+        let mut uvs = vec![[0.5f32, 0.5]];
+        for k in 0..8 {
+            let a = k as f32 * std::f32::consts::FRAC_PI_4;
+            uvs.push([0.5 + 0.3 * a.cos(), 0.5 + 0.3 * a.sin()]);
+        }
+        let tris: Vec<[u32; 3]> = (0..8).map(|k| [0, 1 + k, 1 + (k + 1) % 8]).collect();
+        let s = uv_overlap(&[mesh(&uvs, &tris)], 3, 3);
+        assert_eq!(s.overlapping_texels, 0);
+        assert_eq!(s.covered_texels, 1);
+    }
+
+    #[test]
+    fn stacked_triangle_overlaps_fully() {
+        // The same triangle twice (second copy wound the other way).
+        let tris = [[0, 1, 2], [0, 2, 1]];
+        let s = uv_overlap(&[mesh(&SQUARE, &tris)], 16, 16);
+        assert!(s.covered_texels > 0);
+        assert_eq!(s.overlapping_texels, s.covered_texels);
+        assert_eq!(s.overlap_pct, 100.0);
+        assert_eq!(s.overlapping_meshes, vec![true]);
+    }
+
+    #[test]
+    fn copy_moved_by_a_whole_unit_is_ignored() {
+        //  tile [0,1)        tile [1,2)
+        //  +-----+           +-----+
+        //  | /   |    u+1    | /   |   <- the copy: ignored
+        //  +-----+           +-----+
+        let uvs = [[0.1, 0.1], [0.9, 0.1], [0.5, 0.9], [1.1, 0.1], [1.9, 0.1], [1.5, 0.9]];
+        let s = uv_overlap(&[mesh(&uvs, &[[0, 1, 2], [3, 4, 5]])], 64, 64);
+        assert_eq!(s.overlapping_texels, 0);
+        assert_eq!((s.triangles.rasterised, s.triangles.outside), (1, 1));
+    }
+
+    #[test]
+    fn border_crossing_triangles_are_clipped_and_hostile_uvs_skipped() {
+        let uvs = [[-0.5, -0.5], [1.5, -0.5], [-0.5, 1.5], [f32::NAN, 0.0], [f32::INFINITY, 0.5], [0.5, 0.5]];
+        let huge = [[-1e30f32, 0.5], [0.5, 1e30], [0.5, 0.5]];
+        let s = uv_overlap(&[mesh(&uvs, &[[0, 1, 2], [3, 4, 5], [0, 1, 99]]), mesh(&huge, &[[0, 1, 2]])], 8, 8);
+        // The big triangle covers the texel centres strictly below its edge
+        // u + v = 1 (the 8 centres on it belong to the other side by the fill rule).
+        assert_eq!(s.covered_texels, 28);
+        assert_eq!(s.triangles, TriangleCounts { rasterised: 1, outside: 0, unusable: 3 });
+        // Empty input, zero-area triangles, a zero-sized texture.
+        let s = uv_overlap(&[mesh(&SQUARE, &[[0, 0, 1], [0, 1, 1]])], 0, 0);
+        assert_eq!((s.covered_texels, s.plan.width), (0, 1));
+        assert_eq!(uv_overlap(&[], 1024, 1024).overlap_pct, 0.0);
+    }
+
+    #[test]
+    fn hostile_layouts_do_not_panic() {
+        // Deterministic junk: huge, tiny, non-finite and border values at the
+        // largest raster, where the fixed-point arithmetic is tightest.
+        let special = [
+            0.0f32,
+            -0.0,
+            1.0,
+            0.5,
+            1023.999,
+            -1023.999,
+            1024.0,
+            1e30,
+            -1e30,
+            f32::MAX,
+            f32::MIN_POSITIVE,
+            f32::NAN,
+            f32::INFINITY,
+            f32::NEG_INFINITY,
+            1.0 - f32::EPSILON,
+        ];
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        let uvs: Vec<[f32; 2]> = (0..300)
+            .map(|_| {
+                let mut pick = || {
+                    let r = next();
+                    if r % 3 == 0 {
+                        special[(r >> 8) as usize % special.len()]
+                    } else {
+                        (r >> 11) as f32 / (1u64 << 53) as f32 * 3.0 - 1.0
+                    }
+                };
+                [pick(), pick()]
+            })
+            .collect();
+        let tris: Vec<[u32; 3]> = (0..400).map(|_| std::array::from_fn(|_| (next() % 310) as u32)).collect();
+        let m = [mesh(&uvs, &tris)];
+        for (w, h) in [(4096, 16), (16, 4096), (8192, 3), (1, 1), (0, 0), (u32::MAX, 7)] {
+            let o = uv_overlap(&m, w, h);
+            assert!((0.0..=100.0).contains(&o.overlap_pct));
+            let p = island_padding(&m, w, h, 4.0, 8.0);
+            assert!(p.min_gap_px.is_none_or(|g| g >= 0.0));
+        }
+        for t in &tris {
+            let uv = t.map(|i| uvs.get(i as usize).map_or([0.0; 2], |q| [q[0] as f64, q[1] as f64]));
+            let p = t.map(|i| [i as f64 * 1e300, (i % 7) as f64, f64::from(uv[0][0] as f32)]);
+            if let Some((area, ratio)) = triangle_stretch(p, uv) {
+                assert!(area >= 0.0 && ratio >= 1.0 - 1e-9, "{area} {ratio}");
+            }
+        }
+    }
+
+    #[test]
+    fn work_budget_halves_the_resolution() {
+        // 64 copies of a full-tile triangle pair at 4096^2 would be 2^30 visits.
+        let tris: Vec<[u32; 3]> = (0..64).flat_map(|_| [[0, 1, 2], [0, 2, 3]]).collect();
+        let p = plan_raster(&[mesh(&SQUARE, &tris)], 4096, 4096);
+        assert_eq!((p.width, p.scale), (1024, 0.25));
+        let s = uv_overlap(&[mesh(&SQUARE, &tris)], 4096, 4096);
+        assert_eq!(s.overlap_pct, 100.0);
+    }
+}

@@ -1,0 +1,440 @@
+//! Island padding (UV-005): the gaps between a layout's UV islands
+//! ([`island_padding`]). Each island is rasterised conservatively, then a
+//! two-pass chessboard distance transform (`gaps`) finds the smallest gap
+//! and the pairs of neighbouring islands that are too close (`Pairs`).
+
+use super::islands::uv_islands;
+use super::layout::UvMesh;
+use super::raster::{Coverage, RasterPlan, TriangleCounts, for_each_inside, raster_at, rasterise, setup, spans};
+
+/// Widest search radius of the island-gap measurement, in raster texels.
+pub const MAX_SEARCH_TEXELS: u32 = 254;
+
+/// Distance value of a texel no island reaches within the search radius.
+const UNREACHED: u8 = u8::MAX;
+
+/// Gaps between UV islands of one layout (UV-005).
+#[derive(Debug, Clone, PartialEq)]
+pub struct PaddingStats {
+    /// The raster measured on.
+    pub plan: RasterPlan,
+    /// Islands with a triangle reaching into the tile.
+    pub islands: u64,
+    /// Search radius actually used, in texture pixels (the requested radius
+    /// rounded up to whole raster texels, at most 254 raster texels).
+    pub searched_px: f64,
+    /// The smallest gap between two different islands, in texture pixels
+    /// (raster texels / scale): 0 when islands touch or overlap, k when k
+    /// empty texels separate them (Chebyshev, so diagonals count as one
+    /// step); `None` when no two islands come within the search radius.
+    pub min_gap_px: Option<f64>,
+    /// Distinct pairs of neighbouring islands whose gap is below the
+    /// minimum asked for.
+    pub close_pairs: u64,
+    /// What happened to the triangles.
+    pub triangles: TriangleCounts,
+    /// Per mesh, in input order: whether it has a triangle in an island of a close pair.
+    pub close_meshes: Vec<bool>,
+}
+
+/// Measures the padding between the UV islands ([`uv_islands`]) of `meshes`
+/// inside the [0,1) tile of a `width` x `height` texture (see [`plan_raster`]).
+///
+/// Each island is rasterised conservatively (every texel whose open square
+/// meets one of its triangles, so slivers are not lost; the gap is therefore
+/// counted in texels that no island touches at all). A multi-source,
+/// 8-connected distance transform (two raster passes, exact for the Chebyshev
+/// metric) limited to `search_px` then gives every texel its nearest island
+/// and distance; wherever two neighbouring texels belong to different islands
+/// a and b, dist_a + dist_b is the gap between them, and the smallest such
+/// value over the raster is the exact smallest gap up to the search radius.
+/// Pairs are those whose nearest-island regions touch. A pair whose gap in
+/// texture pixels is below `min_gap_px` is close. Memory: five bytes per
+/// raster texel; time O(triangles + texels).
+///
+/// [`plan_raster`]: super::raster::plan_raster
+pub fn island_padding(meshes: &[UvMesh<'_>], width: u32, height: u32, min_gap_px: f64, search_px: f64) -> PaddingStats {
+    let islands = uv_islands(meshes);
+    let too_close = |gap_texels: u32, plan: RasterPlan| (gap_texels as f64) / plan.scale < min_gap_px;
+    let (st, plan, counts) = if islands.count < 2 {
+        // One island has no neighbour: count, do not rasterise.
+        let plan = raster_at(width, height, 1.0);
+        let counts =
+            for_each_inside(meshes, plan, f64::INFINITY, |_, _, _| {}).map_or_else(TriangleCounts::default, |c| c.0);
+        let mut st = PadState::new(plan, islands.count, 0);
+        if counts.rasterised > 0 {
+            st.owner.push(0);
+        }
+        (st, plan, counts)
+    } else {
+        rasterise(
+            meshes,
+            width,
+            height,
+            |plan| PadState::new(plan, islands.count, plan.width as usize * plan.height as usize),
+            |st, _, t, c| {
+                let Some(&isl) = islands.island.get(t) else { return };
+                let Some(known) = st.label_of.get_mut(isl as usize) else { return };
+                if *known == 0 {
+                    st.owner.push(isl);
+                    *known = st.owner.len() as u32;
+                }
+                let l = *known;
+                let plan = st.plan;
+                let w = plan.width as usize;
+                let Some(s) = setup(c, Coverage::Conservative, plan.width, plan.height) else { return };
+                let (label, pairs, min_gap) = (&mut st.label, &mut st.pairs, &mut st.min_gap);
+                spans(&s, |y, x0, x1| {
+                    for v in &mut label[y * w + x0..=y * w + x1] {
+                        if *v == 0 {
+                            *v = l;
+                        } else if *v != l {
+                            // Two islands on one texel: gap 0.
+                            *min_gap = Some(0);
+                            if too_close(0, plan) {
+                                pairs.add(*v, l);
+                            }
+                        }
+                    }
+                });
+            },
+        )
+    };
+    let PadState { mut label, owner, mut pairs, mut min_gap, .. } = st;
+    let radius = search_radius(search_px, plan);
+    if owner.len() >= 2 {
+        let (w, h) = (plan.width as usize, plan.height as usize);
+        gaps(&mut label, w, h, radius, &mut min_gap, &mut |a, b, gap| {
+            if too_close(gap, plan) {
+                pairs.add(a, b);
+            }
+        });
+    }
+    drop(label);
+    let pairs = pairs.into_distinct(owner.len() + 1);
+    let labels = owner.len() as u32;
+
+    let mut close_island = vec![false; islands.count as usize];
+    for &(a, b) in &pairs {
+        for l in [a, b] {
+            if let Some(&isl) = owner.get(l as usize - 1) {
+                close_island[isl as usize] = true;
+            }
+        }
+    }
+    let mut close_meshes = vec![false; meshes.len()];
+    let mut t_global = 0usize;
+    for (flag, m) in close_meshes.iter_mut().zip(meshes) {
+        let n = m.triangles.len();
+        *flag = islands.island[t_global..t_global + n]
+            .iter()
+            .any(|&i| close_island.get(i as usize).copied().unwrap_or(false));
+        t_global += n;
+    }
+    let min_gap_px = min_gap.filter(|&g| g < radius as u32).map(|g| g as f64 / plan.scale);
+    PaddingStats {
+        plan,
+        islands: labels as u64,
+        searched_px: radius as f64 / plan.scale,
+        min_gap_px,
+        close_pairs: pairs.len() as u64,
+        triangles: counts,
+        close_meshes,
+    }
+}
+
+/// Runs a two-pass, 8-connected (chessboard) distance transform with
+/// nearest labels over an island raster (0 = no island) and reports every
+/// pair of neighbouring texels of different islands a, b with their gap
+/// dist_a + dist_b to `found`, keeping the smallest in `min_gap`.
+///
+/// After the passes every texel within `radius` of an island holds the
+/// distance to the nearest island texel and that island's label; the rest
+/// keep label 0. The transform is exact for the Chebyshev metric (Rosenfeld
+/// and Pfaltz); ties keep the first label found. A texel is final once the
+/// backward pass has visited it, so pairs are checked there, in one sweep.
+fn gaps(
+    label: &mut [u32],
+    w: usize,
+    h: usize,
+    radius: u8,
+    min_gap: &mut Option<u32>,
+    found: &mut impl FnMut(u32, u32, u32),
+) {
+    let mut dist: Vec<u8> = label.iter().map(|&l| if l == 0 { UNREACHED } else { 0 }).collect();
+    let relax = |best: &mut (u8, u32), d: u8, l: u32| {
+        if d < radius && d + 1 < best.0 {
+            *best = (d + 1, l);
+        }
+    };
+    for y in 0..h {
+        let (done_l, rest_l) = label.split_at_mut(y * w);
+        let (done_d, rest_d) = dist.split_at_mut(y * w);
+        let (cl, cd) = (&mut rest_l[..w], &mut rest_d[..w]);
+        let prev = (y > 0).then(|| (&done_l[(y - 1) * w..], &done_d[(y - 1) * w..]));
+        for x in 0..w {
+            if cd[x] == 0 {
+                continue;
+            }
+            let mut best = (cd[x], cl[x]);
+            if x > 0 {
+                relax(&mut best, cd[x - 1], cl[x - 1]);
+            }
+            if let Some((pl, pd)) = prev {
+                if x > 0 {
+                    relax(&mut best, pd[x - 1], pl[x - 1]);
+                }
+                relax(&mut best, pd[x], pl[x]);
+                if x + 1 < w {
+                    relax(&mut best, pd[x + 1], pl[x + 1]);
+                }
+            }
+            (cd[x], cl[x]) = best;
+        }
+    }
+    let mut pair_at = |a: u32, da: u8, b: u32, db: u8| {
+        if a != 0 && b != 0 && a != b {
+            let gap = da as u32 + db as u32;
+            if min_gap.is_none_or(|g| gap < g) {
+                *min_gap = Some(gap);
+            }
+            found(a, b, gap);
+        }
+    };
+    for y in (0..h).rev() {
+        let (cur_l, after_l) = label.split_at_mut((y + 1) * w);
+        let (cur_d, after_d) = dist.split_at_mut((y + 1) * w);
+        let (cl, cd) = (&mut cur_l[y * w..], &mut cur_d[y * w..]);
+        let next = (y + 1 < h).then(|| (&after_l[..w], &after_d[..w]));
+        for x in (0..w).rev() {
+            if cd[x] != 0 {
+                let mut best = (cd[x], cl[x]);
+                if x + 1 < w {
+                    relax(&mut best, cd[x + 1], cl[x + 1]);
+                }
+                if let Some((nl, nd)) = next {
+                    if x + 1 < w {
+                        relax(&mut best, nd[x + 1], nl[x + 1]);
+                    }
+                    relax(&mut best, nd[x], nl[x]);
+                    if x > 0 {
+                        relax(&mut best, nd[x - 1], nl[x - 1]);
+                    }
+                }
+                (cd[x], cl[x]) = best;
+            }
+            // (x, y) is final, and so are its neighbours to the right and below.
+            let (a, da) = (cl[x], cd[x]);
+            if a == 0 {
+                continue;
+            }
+            if x + 1 < w {
+                pair_at(a, da, cl[x + 1], cd[x + 1]);
+            }
+            if let Some((nl, nd)) = next {
+                if x > 0 {
+                    pair_at(a, da, nl[x - 1], nd[x - 1]);
+                }
+                pair_at(a, da, nl[x], nd[x]);
+                if x + 1 < w {
+                    pair_at(a, da, nl[x + 1], nd[x + 1]);
+                }
+            }
+        }
+    }
+}
+
+/// What [`island_padding`] builds while rasterising.
+struct PadState {
+    plan: RasterPlan,
+    /// Island label per texel (0 = none).
+    label: Vec<u32>,
+    /// Label of each island (0 = not in the tile yet).
+    label_of: Vec<u32>,
+    /// Island of each label - 1.
+    owner: Vec<u32>,
+    /// Island label pairs found too close.
+    pairs: Pairs,
+    /// Smallest gap found, in raster texels.
+    min_gap: Option<u32>,
+}
+
+impl PadState {
+    fn new(plan: RasterPlan, islands: u32, texels: usize) -> PadState {
+        PadState {
+            plan,
+            label: vec![0; texels],
+            label_of: vec![0; islands as usize],
+            owner: Vec::new(),
+            pairs: Pairs::new(),
+            min_gap: None,
+        }
+    }
+}
+
+/// The search radius in raster texels: `search_px` texture pixels, rounded
+/// up, between 1 and [`MAX_SEARCH_TEXELS`].
+fn search_radius(search_px: f64, plan: RasterPlan) -> u8 {
+    (search_px * plan.scale).ceil().clamp(1.0, MAX_SEARCH_TEXELS as f64) as u8
+}
+
+/// Island pairs, collected with a small direct-mapped cache in front so that
+/// the same pair, met again and again along a shared border, is stored about
+/// once; `into_sorted` removes what duplicates remain.
+struct Pairs {
+    list: Vec<(u32, u32)>,
+    cache: Vec<(u32, u32)>,
+}
+
+impl Pairs {
+    const CACHE: usize = 4096;
+    fn new() -> Pairs {
+        Pairs { list: Vec::new(), cache: vec![(0, 0); Self::CACHE] }
+    }
+    fn add(&mut self, a: u32, b: u32) {
+        let p = pair(a, b);
+        let slot =
+            &mut self.cache[(p.0.wrapping_mul(0x9E37_79B9) ^ p.1).wrapping_mul(0x85EB_CA6B) as usize % Self::CACHE];
+        if *slot != p {
+            *slot = p;
+            self.list.push(p);
+        }
+    }
+    /// The distinct pairs, ordered; labels are below `labels`. A counting
+    /// sort by the first label, then small sorts: O(pairs + labels).
+    fn into_distinct(self, labels: usize) -> Vec<(u32, u32)> {
+        let mut start = vec![0u32; labels + 1];
+        for &(a, _) in &self.list {
+            if let Some(s) = start.get_mut(a as usize + 1) {
+                *s += 1;
+            }
+        }
+        for i in 0..labels {
+            start[i + 1] += start[i];
+        }
+        let mut fill = start.clone();
+        let mut second = vec![0u32; self.list.len()];
+        for &(a, b) in &self.list {
+            if let Some(f) = fill.get_mut(a as usize) {
+                second[*f as usize] = b;
+                *f += 1;
+            }
+        }
+        let mut out = Vec::new();
+        for a in 0..labels {
+            let run = &mut second[start[a] as usize..start[a + 1] as usize];
+            run.sort_unstable();
+            for (k, &b) in run.iter().enumerate() {
+                if k == 0 || run[k - 1] != b {
+                    out.push((a as u32, b));
+                }
+            }
+        }
+        out
+    }
+}
+
+fn pair(a: u32, b: u32) -> (u32, u32) {
+    (a.min(b), a.max(b))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::geom::uv::layout::fixtures::{SQUARE, mesh};
+
+    /// Two squares side by side, `gap` texels apart at 64 texels:
+    ///
+    /// ```text
+    ///   +----+ . . . +----+
+    ///   |  A |  gap  |  B |
+    ///   +----+ . . . +----+
+    ///   8    16    16+gap  24+gap   (texel columns)
+    /// ```
+    fn two_islands(gap: u32) -> Vec<[f32; 2]> {
+        let t = |x: u32| x as f32 / 64.0;
+        let (b0, b1) = (t(16 + gap), t(24 + gap));
+        vec![
+            [t(8), t(8)],
+            [t(16), t(8)],
+            [t(16), t(16)],
+            [t(8), t(16)],
+            [b0, t(8)],
+            [b1, t(8)],
+            [b1, t(16)],
+            [b0, t(16)],
+        ]
+    }
+    const TWO_ISLANDS: [[u32; 3]; 4] = [[0, 1, 2], [0, 2, 3], [4, 5, 6], [4, 6, 7]];
+
+    #[test]
+    fn islands_three_texels_apart() {
+        let uvs = two_islands(3);
+        let m = [mesh(&uvs, &TWO_ISLANDS)];
+        let fail = island_padding(&m, 64, 64, 4.0, 8.0);
+        assert_eq!((fail.islands, fail.min_gap_px, fail.close_pairs), (2, Some(3.0), 1));
+        assert_eq!(fail.close_meshes, vec![true]);
+        let pass = island_padding(&m, 64, 64, 2.0, 8.0);
+        assert_eq!((pass.min_gap_px, pass.close_pairs), (Some(3.0), 0));
+        // At twice the resolution the same layout is 6 texels apart.
+        assert_eq!(island_padding(&m, 128, 128, 4.0, 8.0).min_gap_px, Some(6.0));
+        // Beyond the search radius nothing is reported.
+        let far = island_padding(&m, 256, 256, 4.0, 8.0);
+        assert_eq!((far.min_gap_px, far.close_pairs, far.searched_px), (None, 0, 8.0));
+    }
+
+    #[test]
+    fn touching_and_overlapping_islands_have_gap_zero() {
+        for gap in [0, 1] {
+            // B shifted one texel down, so that at gap 0 the two squares touch
+            // along part of an edge without sharing UV points: two islands.
+            let mut uvs = two_islands(gap);
+            for p in &mut uvs[4..] {
+                p[1] += 1.0 / 64.0;
+            }
+            let s = island_padding(&[mesh(&uvs, &TWO_ISLANDS)], 64, 64, 4.0, 8.0);
+            assert_eq!(s.min_gap_px, Some(gap as f64), "gap {gap}");
+        }
+        // B moved onto A: they overlap.
+        let mut uvs = two_islands(0);
+        for p in &mut uvs[4..] {
+            p[0] -= 4.0 / 64.0;
+        }
+        let s = island_padding(&[mesh(&uvs, &TWO_ISLANDS)], 64, 64, 4.0, 8.0);
+        assert_eq!((s.min_gap_px, s.close_pairs), (Some(0.0), 1));
+    }
+
+    #[test]
+    fn diagonal_gap_is_chebyshev() {
+        // B's corner texel 6 texels right of and below A's: 5 empty texels diagonally.
+        let uvs = two_islands(0);
+        let mut uvs = uvs.clone();
+        for p in &mut uvs[4..] {
+            p[1] += 13.0 / 64.0;
+            p[0] += 5.0 / 64.0;
+        }
+        let s = island_padding(&[mesh(&uvs, &TWO_ISLANDS)], 64, 64, 4.0, 16.0);
+        assert_eq!(s.min_gap_px, Some(5.0));
+    }
+
+    #[test]
+    fn single_island_passes() {
+        let s = island_padding(&[mesh(&SQUARE, &[[0, 1, 2], [0, 2, 3]])], 64, 64, 4.0, 8.0);
+        assert_eq!((s.islands, s.min_gap_px, s.close_pairs), (1, None, 0));
+        let s = island_padding(&[], 64, 64, 4.0, 8.0);
+        assert_eq!(s.islands, 0);
+        // Two squares sharing an edge (the same two UV points) are one island.
+        let uvs = two_islands(0);
+        let s = island_padding(&[mesh(&uvs, &TWO_ISLANDS)], 64, 64, 4.0, 8.0);
+        assert_eq!((s.islands, s.min_gap_px), (1, None));
+    }
+
+    #[test]
+    fn thin_slivers_are_not_lost() {
+        // A zero-area triangle (a segment) one texel from a square still counts.
+        let t = |x: f32| x / 64.0;
+        let uvs = [[t(8.0), t(8.0)], [t(16.0), t(8.0)], [t(16.0), t(16.0)], [t(17.5), t(8.5)], [t(17.5), t(15.5)]];
+        let s = island_padding(&[mesh(&uvs, &[[0, 1, 2], [3, 4, 4]])], 64, 64, 4.0, 8.0);
+        assert_eq!((s.islands, s.min_gap_px), (2, Some(1.0)));
+    }
+}

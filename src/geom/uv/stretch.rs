@@ -1,0 +1,231 @@
+//! Texel stretch (UV-004): per triangle, the ratio of the singular values of
+//! the 3D-to-UV Jacobian ([`triangle_stretch`]), and their area-weighted
+//! summary ([`summarize_stretch`], [`weighted_quantile`]).
+
+use std::cmp::Ordering;
+
+/// Singular values (s1, s2), s1 >= s2 >= 0, of the 2x2 matrix
+/// `[[m[0][0], m[0][1]], [m[1][0], m[1][1]]]` in closed form:
+/// s1 = sqrt(E^2 + H^2) + sqrt(F^2 + G^2) with E = (a+d)/2, F = (a-d)/2,
+/// G = (c+b)/2, H = (c-b)/2, and s2 = |det| / s1 (0 when s1 is 0).
+#[inline]
+pub fn singular_values(m: [[f64; 2]; 2]) -> (f64, f64) {
+    let [[a, b], [c, d]] = m;
+    let (e, f, g, h) = ((a + d) / 2.0, (a - d) / 2.0, (c + b) / 2.0, (c - b) / 2.0);
+    let s1 = (e * e + h * h).sqrt() + (f * f + g * g).sqrt();
+    let det = (a * d - b * c).abs();
+    let s2 = if s1 > 0.0 { (det / s1).min(s1) } else { 0.0 };
+    (s1, s2)
+}
+
+/// Area and stretch of one triangle: `p` its 3D corners, `uv` its UV corners
+/// (already scaled to texel proportions when the texture is not square).
+///
+/// The triangle is laid into its own 2D frame (x along p1 - p0), and J is the
+/// 2x2 Jacobian from that frame to UV; the ratio s1/s2 of its singular values
+/// ([`singular_values`]) is 1 for a conformal (shape-preserving) mapping,
+/// whatever the scale, and grows with anisotropic stretch; it is infinite
+/// when the UV triangle has zero area (or all its corners coincide). The
+/// ratio does not change when either side is scaled, so both are normalised
+/// first (3D by |p1 - p0|, UV by its largest difference) and no input can
+/// overflow. Returns `None` for a triangle whose 3D area is zero (its height
+/// below 1e-12 of its longest edge) or not finite, or whose UVs are not finite.
+#[inline]
+pub fn triangle_stretch(p: [[f64; 3]; 3], uv: [[f64; 2]; 3]) -> Option<(f64, f64)> {
+    if !uv.iter().flatten().all(|x| x.is_finite()) {
+        return None;
+    }
+    let sub = |a: [f64; 3], b: [f64; 3]| [a[0] - b[0], a[1] - b[1], a[2] - b[2]];
+    let dot = |a: [f64; 3], b: [f64; 3]| a[0] * b[0] + a[1] * b[1] + a[2] * b[2];
+    let (e1, e2) = (sub(p[1], p[0]), sub(p[2], p[0]));
+    let cross = [e1[1] * e2[2] - e1[2] * e2[1], e1[2] * e2[0] - e1[0] * e2[2], e1[0] * e2[1] - e1[1] * e2[0]];
+    let (l1sq, l2sq, a2sq) = (dot(e1, e1), dot(e2, e2), dot(cross, cross));
+    if !(l1sq.is_finite() && l2sq.is_finite() && a2sq.is_finite() && l1sq > 0.0) {
+        return None;
+    }
+    // Zero area up to rounding: (2 area)^2 = (l1 height)^2 against (l1 longest)^2.
+    if a2sq.partial_cmp(&(1e-24 * l1sq * l1sq.max(l2sq))) != Some(Ordering::Greater) {
+        return None;
+    }
+    let area2 = a2sq.sqrt();
+    // The frame, scaled so that p1 - p0 has length 1: p2 at (x2, y2).
+    let inv = 1.0 / l1sq;
+    let (x2, y2) = (dot(e1, e2) * inv, area2 * inv);
+    let d1 = [uv[1][0] - uv[0][0], uv[1][1] - uv[0][1]];
+    let d2 = [uv[2][0] - uv[0][0], uv[2][1] - uv[0][1]];
+    let m = d1[0].abs().max(d1[1].abs()).max(d2[0].abs()).max(d2[1].abs());
+    let ratio = if m > 0.0 {
+        let inv_m = 1.0 / m;
+        let (d1, d2) = (d1.map(|x| x * inv_m), d2.map(|x| x * inv_m));
+        // J [1 x2; 0 y2] = [d1 d2]: J = [d1, (d2 - x2 d1) / y2].
+        let inv_y2 = 1.0 / y2;
+        let c1 = [(d2[0] - d1[0] * x2) * inv_y2, (d2[1] - d1[1] * x2) * inv_y2];
+        let (s1, s2) = singular_values([[d1[0], c1[0]], [d1[1], c1[1]]]);
+        if s2 > 0.0 { s1 / s2 } else { f64::INFINITY }
+    } else {
+        f64::INFINITY
+    };
+    Some((area2 / 2.0, if ratio.is_finite() { ratio } else { f64::INFINITY }))
+}
+
+/// One value of a weighted distribution.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Weighted {
+    /// The value (may be +infinity).
+    pub value: f64,
+    /// Its weight (>= 0).
+    pub weight: f64,
+    /// Tie-break among equal values (e.g. the triangle's index).
+    pub order: u64,
+}
+
+fn by_value(a: &Weighted, b: &Weighted) -> Ordering {
+    a.value.total_cmp(&b.value).then(a.order.cmp(&b.order))
+}
+
+/// The weighted `q`-quantile (q in [0, 1]): the smallest value, in the order
+/// (value, then `order`), at which the cumulative weight reaches q times the
+/// total. `None` when the total weight is not positive. Expected O(n)
+/// (weighted quickselect); reorders `items`.
+pub fn weighted_quantile(items: &mut [Weighted], q: f64) -> Option<f64> {
+    let total: f64 = items.iter().map(|x| x.weight).sum();
+    if !(total.is_finite() && total > 0.0) {
+        return None;
+    }
+    let mut target = q.clamp(0.0, 1.0) * total;
+    let mut s = items;
+    let mut best = None;
+    while !s.is_empty() {
+        let mid = s.len() / 2;
+        s.select_nth_unstable_by(mid, by_value);
+        let left: f64 = s[..mid].iter().map(|x| x.weight).sum();
+        if mid > 0 && left >= target {
+            s = &mut s[..mid];
+            continue;
+        }
+        let through = left + s[mid].weight;
+        best = Some(s[mid].value);
+        if through >= target {
+            return best;
+        }
+        target -= through;
+        s = &mut s[mid + 1..];
+    }
+    best
+}
+
+/// Texel stretch of a set of triangles (UV-004).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct StretchStats {
+    /// Triangles measured (non-degenerate in 3D, finite UVs).
+    pub triangles: u64,
+    /// Their total 3D area.
+    pub area: f64,
+    /// 3D area of triangles whose ratio exceeds the maximum.
+    pub stretched_area: f64,
+    /// stretched_area / area * 100, in [0, 100]; 0 when nothing was measured.
+    pub stretched_area_pct: f64,
+    /// Area-weighted 95th percentile of the ratio, >= 1 (infinity when
+    /// UV-degenerate triangles reach it); `None` when nothing was measured.
+    pub p95: Option<f64>,
+}
+
+/// Summarises per-triangle (ratio as `value`, 3D area as `weight`) samples
+/// against `max_ratio`.
+pub fn summarize_stretch(samples: &mut [Weighted], max_ratio: f64) -> StretchStats {
+    let area: f64 = samples.iter().map(|s| s.weight).sum();
+    let stretched_area: f64 = samples.iter().filter(|s| s.value > max_ratio).map(|s| s.weight).sum();
+    let stretched_area_pct = if area > 0.0 { (stretched_area / area * 100.0).clamp(0.0, 100.0) } else { 0.0 };
+    StretchStats {
+        triangles: samples.len() as u64,
+        area,
+        stretched_area,
+        stretched_area_pct,
+        p95: weighted_quantile(samples, 0.95),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn singular_values_of_a_scale() {
+        assert_eq!(singular_values([[3.0, 0.0], [0.0, 2.0]]), (3.0, 2.0));
+        assert_eq!(singular_values([[0.5, 0.0], [0.0, -4.0]]), (4.0, 0.5));
+        // A rotation by 30 degrees times diag(2, 1): singular values 2 and 1.
+        let (c, s) = (30f64.to_radians().cos(), 30f64.to_radians().sin());
+        let (s1, s2) = singular_values([[2.0 * c, -s], [2.0 * s, c]]);
+        assert!((s1 - 2.0).abs() < 1e-12 && (s2 - 1.0).abs() < 1e-12);
+        assert_eq!(singular_values([[0.0; 2]; 2]), (0.0, 0.0));
+    }
+
+    /// A right triangle with legs 2 (x) and 1 (y) in the z = 5 plane.
+    const RIGHT: [[f64; 3]; 3] = [[0.0, 0.0, 5.0], [2.0, 0.0, 5.0], [0.0, 1.0, 5.0]];
+
+    #[test]
+    fn isometric_mapping_has_ratio_one() {
+        let (area, ratio) = triangle_stretch(RIGHT, [[0.0, 0.0], [0.2, 0.0], [0.0, 0.1]]).unwrap();
+        assert!((area - 1.0).abs() < 1e-12);
+        assert!((ratio - 1.0).abs() < 1e-12);
+        // Rotated and mirrored in UV: still 1.
+        let (_, ratio) = triangle_stretch(RIGHT, [[0.5, 0.5], [0.5, 0.7], [0.6, 0.5]]).unwrap();
+        assert!((ratio - 1.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn squashed_in_v_has_ratio_three() {
+        let (_, ratio) = triangle_stretch(RIGHT, [[0.0, 0.0], [0.3, 0.0], [0.0, 0.05]]).unwrap();
+        assert!((ratio - 3.0).abs() < 1e-9, "{ratio}");
+    }
+
+    #[test]
+    fn degenerate_triangles() {
+        // Zero 3D area: skipped.
+        assert_eq!(
+            triangle_stretch([[0.0; 3], [1.0, 0.0, 0.0], [2.0, 0.0, 0.0]], [[0.0, 0.0], [1.0, 0.0], [0.0, 1.0]]),
+            None
+        );
+        assert_eq!(triangle_stretch([[f64::NAN; 3], [1.0, 0.0, 0.0], [0.0, 1.0, 0.0]], [[0.0; 2]; 3]), None);
+        assert_eq!(triangle_stretch(RIGHT, [[f64::NAN, 0.0], [1.0, 0.0], [0.0, 1.0]]), None);
+        // Zero UV area on a real triangle: infinitely stretched.
+        assert_eq!(triangle_stretch(RIGHT, [[0.0, 0.0], [1.0, 0.0], [2.0, 0.0]]).unwrap().1, f64::INFINITY);
+        assert_eq!(triangle_stretch(RIGHT, [[0.3, 0.3]; 3]).unwrap().1, f64::INFINITY);
+    }
+
+    #[test]
+    fn weighted_quantile_is_exact_and_order_free() {
+        let w = |value: f64, weight: f64, order: u64| Weighted { value, weight, order };
+        // Weights 10% each over values 1..=10: the 95th percentile is 10, the 50th is 5.
+        let mut items: Vec<Weighted> = (1..=10).rev().map(|v| w(v as f64, 1.0, v)).collect();
+        assert_eq!(weighted_quantile(&mut items, 0.95), Some(10.0));
+        assert_eq!(weighted_quantile(&mut items, 0.5), Some(5.0));
+        // One heavy value dominates.
+        let mut items = vec![w(3.0, 96.0, 0), w(1.0, 1.0, 1), w(f64::INFINITY, 3.0, 2)];
+        assert_eq!(weighted_quantile(&mut items, 0.95), Some(3.0));
+        let mut items = vec![w(3.0, 90.0, 0), w(1.0, 1.0, 1), w(f64::INFINITY, 9.0, 2)];
+        assert_eq!(weighted_quantile(&mut items, 0.95), Some(f64::INFINITY));
+        assert_eq!(weighted_quantile(&mut [], 0.95), None);
+        // Against a sort, on many values.
+        let mut items: Vec<Weighted> = (0..1000u64).map(|i| w(((i * 7919) % 1000) as f64, (i % 7) as f64, i)).collect();
+        let mut sorted = items.clone();
+        sorted.sort_by(by_value);
+        let total: f64 = sorted.iter().map(|x| x.weight).sum();
+        let mut acc = 0.0;
+        let want = sorted.iter().find(|x| {
+            acc += x.weight;
+            acc >= 0.95 * total
+        });
+        assert_eq!(weighted_quantile(&mut items, 0.95), want.map(|x| x.value));
+    }
+
+    #[test]
+    fn stretch_summary() {
+        let w = |value: f64, weight: f64, order: u64| Weighted { value, weight, order };
+        let mut s = vec![w(1.0, 3.0, 0), w(5.0, 1.0, 1)];
+        let st = summarize_stretch(&mut s, 2.0);
+        assert_eq!((st.triangles, st.stretched_area_pct, st.p95), (2, 25.0, Some(5.0)));
+        let st = summarize_stretch(&mut [], 2.0);
+        assert_eq!((st.stretched_area_pct, st.p95), (0.0, None));
+    }
+}
