@@ -1,7 +1,8 @@
 //! The process's renderer: one wgpu device, reused across files, drawing a
 //! request's stills or a turntable.
 
-use super::gpu::{self, block_on};
+use super::device::{Device, Pipelines, block_on};
+use super::gpu::GpuScene;
 use super::rig::{self, Angle};
 use super::types::{Background, Rendered, Request};
 use super::{gif, image_out};
@@ -13,7 +14,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 /// The process's renderer: one wgpu device, its pipelines, and a lock that
 /// keeps one render at a time on it.
 pub struct Renderer {
-    gpu: gpu::Device,
+    gpu: Device,
     info: AdapterInfo,
     busy: Mutex<()>,
 }
@@ -48,8 +49,8 @@ impl Renderer {
             driver: format!("{} {}", ai.driver, ai.driver_info).trim().to_string(),
             software: ai.device_type == wgpu::DeviceType::Cpu,
         };
-        let pipelines = gpu::Pipelines::new(&device);
-        Ok(Renderer { gpu: gpu::Device { device, queue, pipelines }, info, busy: Mutex::new(()) })
+        let pipelines = Pipelines::new(&device);
+        Ok(Renderer { gpu: Device { device, queue, pipelines }, info, busy: Mutex::new(()) })
     }
 
     /// The adapter in use.
@@ -62,7 +63,7 @@ impl Renderer {
     pub fn render(&self, asset: &Asset, req: &Request) -> Result<Rendered> {
         let _one_at_a_time = self.busy.lock().unwrap_or_else(|p| p.into_inner());
         let started = std::time::Instant::now();
-        let scene = gpu::GpuScene::upload(&self.gpu, asset)?;
+        let scene = GpuScene::upload(&self.gpu, asset)?;
         let mut stills = Vec::with_capacity(req.angles.len());
         for angle in &req.angles {
             let raw = scene.draw(&self.gpu, *angle, req.size)?;
@@ -81,7 +82,7 @@ impl Renderer {
     /// three-quarter elevation, encoded as a looping GIF.
     pub fn turntable(&self, asset: &Asset, frames: u32, size: u32, background: Background) -> Result<Vec<u8>> {
         let _one_at_a_time = self.busy.lock().unwrap_or_else(|p| p.into_inner());
-        let scene = gpu::GpuScene::upload(&self.gpu, asset)?;
+        let scene = GpuScene::upload(&self.gpu, asset)?;
         let mut images = Vec::with_capacity(frames as usize);
         for i in 0..frames {
             let angle = Angle { rv: rig::TURNTABLE_ELEVATION, rh: i as f64 * 360.0 / frames as f64 };
