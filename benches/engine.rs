@@ -21,10 +21,12 @@
 //!
 //! `MESHCHECK_BENCH_RUNS` sets N (default 7, at least 5). MB here is 2^20 bytes.
 
-/// Code-built test assets, shared with the integration tests.
-#[path = "../tests/testkit.rs"]
+/// The test support (code-built assets under `testkit`), shared with the
+/// integration tests.
+#[path = "../tests/support/mod.rs"]
 #[allow(dead_code, unused_imports)]
-mod testkit;
+mod support;
+use support::testkit;
 
 use crate::testkit::{Doc, sphere};
 use meshcheck::asset::{self, Input, bundle};

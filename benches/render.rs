@@ -13,10 +13,12 @@
 //!
 //! Prints markdown on stdout (the tables in BENCHMARKS.md), progress on stderr.
 
-/// Code-built test assets, shared with the integration tests.
-#[path = "../tests/testkit.rs"]
+/// The test support (code-built assets under `testkit`), shared with the
+/// integration tests.
+#[path = "../tests/support/mod.rs"]
 #[allow(dead_code, unused_imports)]
-mod testkit;
+mod support;
+use support::testkit;
 
 use crate::testkit::{Doc, sphere};
 use meshcheck::asset::{self, Input, LoadOptions};

@@ -47,10 +47,12 @@
 //! adapter (Mesa's lavapipe without a GPU); `XDG_RUNTIME_DIR` is pointed at a
 //! private temporary folder when unset, which silences Mesa's warning.
 
-/// Code-built test assets, shared with the integration tests.
-#[path = "../tests/testkit.rs"]
+/// The test support (code-built assets under `testkit`), shared with the
+/// integration tests.
+#[path = "../tests/support/mod.rs"]
 #[allow(dead_code, unused_imports)]
-mod testkit;
+mod support;
+use support::testkit;
 
 use crate::testkit::{Doc, sphere};
 use bytes::Bytes;

@@ -83,14 +83,12 @@
 //!
 //! Prints markdown tables on stdout and progress on stderr.
 
-/// Loopback fakes (the webhook receiver), shared with the integration tests.
-#[path = "../tests/fakes.rs"]
-#[allow(dead_code)]
-mod fakes;
-/// Code-built test assets, shared with the integration tests.
-#[path = "../tests/testkit.rs"]
+/// The test support (code-built assets under `testkit`, the loopback
+/// `fakes`), shared with the integration tests.
+#[path = "../tests/support/mod.rs"]
 #[allow(dead_code, unused_imports)]
-mod testkit;
+mod support;
+use support::{fakes, testkit};
 
 use crate::testkit::{Doc, Layout};
 use bytes::Bytes;
@@ -822,7 +820,7 @@ fn stop_server(server: &mut Server) -> Result<std::process::ExitStatus, String> 
     }
 }
 
-/// The shared webhook receiver (tests/fakes.rs), its deliveries counted.
+/// The shared webhook receiver (tests/support/fakes.rs), its deliveries counted.
 async fn webhook_receiver(count: Arc<AtomicUsize>) -> (String, tokio::task::JoinHandle<()>) {
     let (addr, mut deliveries) = fakes::webhook_receiver(200).await;
     let task = tokio::spawn(async move {

@@ -5,7 +5,7 @@
 //! the blob folder, a half-received upload cannot be used, and SQLite's
 //! integrity check passes.
 
-use crate::serve::big_glb;
+use crate::testkit::padded_glb;
 use serde_json::{Value, json};
 use std::io::{BufRead, Write};
 use std::path::Path;
@@ -81,7 +81,7 @@ fn kill_9_during_a_job_and_an_upload_loses_nothing_and_leaves_nothing() {
 
     // A 28 MB upload validated in full mode as a job; the server dies at once.
     let up = begin(&http, &url);
-    let put = http.put(url(&path_of(&up))).header("x-api-key", &key).body(big_glb(28_000_000)).send().unwrap();
+    let put = http.put(url(&path_of(&up))).header("x-api-key", &key).body(padded_glb(28_000_000)).send().unwrap();
     assert_eq!(put.status(), 200);
     let env: Value = http
         .post(url("/v1/validate"))

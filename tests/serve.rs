@@ -3,7 +3,7 @@
 //! client (uploads, async jobs with webhooks, restart recovery, SSRF).
 //! Every test checks at the end that the blob folder is empty.
 
-use crate::testkit::{self, Doc, Layout};
+use crate::testkit::{self, Doc, padded_glb};
 use crate::util::model;
 use axum::Router;
 use axum::body::Body;
@@ -156,14 +156,6 @@ pub(crate) fn multipart(file: &[u8], fields: &[(&str, &str)]) -> (String, Vec<u8
 
 pub(crate) fn box_glb() -> Vec<u8> {
     std::fs::read(model("khronos-sample-models/Box.glb")).unwrap()
-}
-
-/// A valid GLB of about `bytes` bytes: a cube whose buffer carries padding.
-pub(crate) fn big_glb(bytes: usize) -> Vec<u8> {
-    let (mut json, mut bin) = Doc::single(testkit::cube(1.0)).to_json(Layout::Glb);
-    bin.resize(bytes.max(bin.len()).next_multiple_of(4), 0);
-    json["buffers"][0]["byteLength"] = json!(bin.len());
-    testkit::glb_from_parts(&json, &bin)
 }
 
 // ---------------------------------------------------------------- auth
@@ -722,7 +714,7 @@ async fn e2e_async_job_with_a_signed_webhook() {
     let (_, key) = s.account("studio");
     let run = start(&s).await;
     let http = reqwest::Client::new();
-    let glb = big_glb(28_000_000);
+    let glb = padded_glb(28_000_000);
     // Upload (above the multipart cap), then validate by blob: above 20 MB, a job.
     let begin: Value =
         http.post(run.url("/v1/uploads")).header("x-api-key", &key).send().await.unwrap().json().await.unwrap();
@@ -785,7 +777,7 @@ async fn e2e_webhooks_are_retried_under_the_same_id() {
         let begin: Value =
             http.post(run.url("/v1/uploads")).header("x-api-key", &key).send().await.unwrap().json().await.unwrap();
         let path = begin["upload_url"].as_str().unwrap().strip_prefix("http://meshcheck.test").unwrap().to_string();
-        let mut bytes = big_glb(21_000_000);
+        let mut bytes = padded_glb(21_000_000);
         bytes[20..40].copy_from_slice(&[b'x'; 20]);
         http.put(run.url(&path)).header("x-api-key", &key).body(bytes).send().await.unwrap();
         begin["blob_id"].as_str().unwrap().to_string()
@@ -833,7 +825,7 @@ async fn e2e_a_hanging_webhook_target_blocks_no_worker_and_no_other_delivery() {
     });
     let (_, key) = s.account("scale");
     let run = start(&s).await;
-    let glb = big_glb(21_000_000);
+    let glb = padded_glb(21_000_000);
     let queue = |hook: Option<String>| {
         let (s, key, glb) = (&s, &key, glb.clone());
         async move {
@@ -885,7 +877,7 @@ async fn e2e_restart_recovers_interrupted_jobs() {
         // A server whose workers never start a job: two queued jobs, then stop.
         let s = srv_at(tmp.path(), |c| c.workers = 1);
         key = s.account("studio").1;
-        let glb = big_glb(21_000_000);
+        let glb = padded_glb(21_000_000);
         let a = upload(&s, &key, glb.clone()).await;
         let b = upload(&s, &key, glb).await;
         job_a = s.post_json("/v1/validate", &key, json!({"blob_id": a})).await.ok(202)["job_id"]
@@ -926,7 +918,7 @@ async fn e2e_shutdown_puts_a_running_job_back_and_a_restart_finishes_it() {
     {
         let s = srv_at(tmp.path(), |c| c.shutdown_grace = std::time::Duration::ZERO);
         key = s.account("studio").1;
-        let blob = upload(&s, &key, big_glb(28_000_000)).await;
+        let blob = upload(&s, &key, padded_glb(28_000_000)).await;
         let run = start(&s).await;
         job = s.post_json("/v1/validate", &key, json!({"blob_id": blob})).await.ok(202)["job_id"]
             .as_str()

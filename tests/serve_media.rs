@@ -298,7 +298,7 @@ async fn the_demo_page_and_its_endpoint() {
     );
 
     // 4.4 MB cap: 413 with the figures; then the per-IP limit (3 here).
-    let big = crate::serve::big_glb(5_000_000);
+    let big = crate::testkit::padded_glb(5_000_000);
     let r = s.post_form("/demo/validate", None, &big, &[]).await;
     r.expect(413, "FILE_TOO_LARGE");
     assert_eq!(r.json["error"]["detail"]["max_bytes"], 4_400_000);
