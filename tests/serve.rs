@@ -3,6 +3,7 @@
 //! client (uploads, async jobs with webhooks, restart recovery, SSRF).
 //! Every test checks at the end that the blob folder is empty.
 
+use crate::support::multipart;
 use crate::testkit::{self, Doc, padded_glb};
 use crate::util::model;
 use axum::Router;
@@ -98,7 +99,7 @@ impl Srv {
         self.post_form("/v1/validate", Some(key), file, fields).await
     }
     pub(crate) async fn post_form(&self, path: &str, key: Option<&str>, file: &[u8], fields: &[(&str, &str)]) -> Resp {
-        let (ctype, body) = multipart(file, fields);
+        let (ctype, body) = multipart::upload(file, fields);
         let mut b = Request::post(path);
         if let Some(k) = key {
             b = b.header("x-api-key", k);
@@ -132,26 +133,6 @@ impl Resp {
         assert_eq!(self.status.as_u16(), status, "{}", String::from_utf8_lossy(&self.bytes));
         &self.json
     }
-}
-
-const BOUNDARY: &str = "meshcheck-test-boundary-7MA4YWxkTrZu0gW";
-
-pub(crate) fn multipart(file: &[u8], fields: &[(&str, &str)]) -> (String, Vec<u8>) {
-    let mut body = Vec::new();
-    for (name, value) in fields {
-        body.extend_from_slice(
-            format!("--{BOUNDARY}\r\nContent-Disposition: form-data; name=\"{name}\"\r\n\r\n{value}\r\n").as_bytes(),
-        );
-    }
-    if !file.is_empty() {
-        body.extend_from_slice(
-            format!("--{BOUNDARY}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"model.glb\"\r\nContent-Type: application/octet-stream\r\n\r\n").as_bytes(),
-        );
-        body.extend_from_slice(file);
-        body.extend_from_slice(b"\r\n");
-    }
-    body.extend_from_slice(format!("--{BOUNDARY}--\r\n").as_bytes());
-    (format!("multipart/form-data; boundary={BOUNDARY}"), body)
 }
 
 pub(crate) fn box_glb() -> Vec<u8> {
@@ -992,38 +973,24 @@ async fn url_fetches_are_ssrf_guarded() {
 /// SIGTERM, and its logs hold neither the key nor the file's bytes.
 #[test]
 fn the_binary_serves_until_sigterm_and_logs_no_secrets() {
-    use std::io::BufRead;
+    use crate::support::serve_process::{create_account, serve_command, start};
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().to_str().unwrap();
-    let out = crate::util::run(&[
-        "accounts",
-        "create",
-        "--plan",
-        "indie",
-        "--email",
-        "a@example.com",
-        "--json",
-        "--data-dir",
-        dir,
-    ]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let created: Value = serde_json::from_slice(&out.stdout).unwrap();
-    let key = created["api_key"].as_str().unwrap().to_string();
+    let created = create_account(tmp.path(), "indie", &["--email", "a@example.com"]).unwrap();
+    let key = created.key.clone();
     assert!(key.starts_with("mk_live_") && key.len() == 40);
     let list = crate::util::run(&["accounts", "list", "--data-dir", dir]);
     let listed = String::from_utf8(list.stdout).unwrap();
-    assert!(listed.contains(created["account_id"].as_str().unwrap()) && listed.contains("indie"));
+    assert!(listed.contains(&created.id) && listed.contains("indie"));
     assert!(!listed.contains(&key), "keys are never shown again");
-    let second =
-        crate::util::run(&["keys", "create", "--account", created["account_id"].as_str().unwrap(), "--data-dir", dir]);
+    let second = crate::util::run(&["keys", "create", "--account", &created.id, "--data-dir", dir]);
     let key2 = String::from_utf8(second.stdout).unwrap().trim().to_string();
     assert!(key2.starts_with("mk_live_"));
     assert!(crate::util::run(&["keys", "revoke", &key2[..12], "--data-dir", dir]).status.success());
     assert_eq!(crate::util::run(&["keys", "revoke", &key2, "--data-dir", dir]).status.code(), Some(2));
 
-    let mut child = crate::util::bin()
-        .args(["serve", "--addr", "127.0.0.1:0", "--data-dir", dir, "--log-format", "json"])
-        .env("MESHCHECK_LOG", "info")
+    let mut cmd = serve_command(tmp.path());
+    cmd.env("MESHCHECK_LOG", "info")
         // Secrets of the third-party services: none may reach the logs.
         .env("STRIPE_SECRET_KEY", "sk_test_logcheck_0123456789")
         .env("STRIPE_WEBHOOK_SECRET", "whsec_logcheck_0123456789")
@@ -1032,36 +999,16 @@ fn the_binary_serves_until_sigterm_and_logs_no_secrets() {
         .env("STRIPE_PRICE_SCALE", "price_c")
         .env("MESHCHECK_VISION_URL", "http://127.0.0.1:9/v1")
         .env("MESHCHECK_VISION_MODEL", "m")
-        .env("MESHCHECK_VISION_API_KEY", "sk-vision-logcheck-0123456789")
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let stderr = child.stderr.take().unwrap();
-    let (tx, rx) = std::sync::mpsc::channel::<String>();
-    let reader = std::thread::spawn(move || {
-        for line in std::io::BufReader::new(stderr).lines().map_while(Result::ok) {
-            let _ = tx.send(line);
-        }
-    });
-    let mut logs = Vec::new();
-    let addr = loop {
-        let line = rx.recv_timeout(std::time::Duration::from_secs(60)).expect("the server announces its address");
-        logs.push(line.clone());
-        if let Ok(v) = serde_json::from_str::<Value>(&line)
-            && v["fields"]["message"] == "meshcheck serve listening"
-        {
-            break v["fields"]["addr"].as_str().unwrap().to_string();
-        }
-    };
+        .env("MESHCHECK_VISION_API_KEY", "sk-vision-logcheck-0123456789");
+    let mut server = start(cmd, std::time::Duration::from_secs(60)).unwrap();
+    let addr = server.addr.clone();
     let http = reqwest::blocking::Client::new();
     let account = http.get(format!("http://{addr}/v1/account")).header("x-api-key", &key).send().unwrap();
     assert_eq!(account.status(), 200);
     let revoked = http.get(format!("http://{addr}/v1/account")).header("x-api-key", &key2).send().unwrap();
     assert_eq!(revoked.status(), 401);
     let glb = box_glb();
-    let (ctype, body) = multipart(&glb, &[]);
+    let (ctype, body) = multipart::upload(&glb, &[]);
     let r = http
         .post(format!("http://{addr}/v1/validate"))
         .header("x-api-key", &key)
@@ -1070,13 +1017,9 @@ fn the_binary_serves_until_sigterm_and_logs_no_secrets() {
         .send()
         .unwrap();
     assert_eq!(r.status(), 200);
-    // SAFETY: signalling our own child process.
-    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
-    let status = child.wait().unwrap();
+    let status = server.stop(std::time::Duration::from_secs(60)).unwrap();
     assert!(status.success(), "clean exit on SIGTERM: {status:?}");
-    reader.join().unwrap();
-    logs.extend(rx.try_iter());
-    let all = logs.join("\n");
+    let all = server.take_logs().collect::<Vec<_>>().join("\n");
     assert!(all.contains("\"request_id\""), "requests are logged with ids");
     assert!(all.contains("/v1/validate"));
     assert!(!all.contains(&key) && !all.contains(&key2) && !all.contains("mk_live_"), "no key in the logs");

@@ -16,8 +16,14 @@
 //!   output back for the kit's own tests. Panics only on programmer error.
 //! - [`util`]: the built binary, the shared asset corpus, the engine on
 //!   bytes, the report schema.
+//! - [`multipart`] (`serve`): multipart/form-data bodies for the /v1 API.
+//! - [`serve_process`] (`serve`): `meshcheck serve` as a child process (its
+//!   address from its log, SIGTERM to stop it) and accounts made with the
+//!   CLI.
 //! - [`fakes`] (`serve`): loopback stand-ins on the other end of a
 //!   connection (a webhook receiver, a file host).
+//! - [`procfs`]: process trees, status fields and descriptors from /proc,
+//!   for the benchmarks' memory and descriptor watch.
 //!
 //! The payment provider's fake lives in tests/billing.rs and the vision
 //! provider's in tests/vision.rs, the one place each is used.
@@ -34,6 +40,13 @@ mod shapes;
 
 #[cfg(feature = "serve")]
 pub mod fakes;
+#[cfg(feature = "serve")]
+pub mod multipart;
+// The benchmarks' (engine, render, soak); the tests use none of it.
+#[allow(dead_code)]
+pub mod procfs;
+#[cfg(feature = "serve")]
+pub mod serve_process;
 pub mod util;
 
 /// The code-built assets under one name: `testkit::cube`, `testkit::Doc`,
