@@ -21,10 +21,12 @@
 //!
 //! `MESHCHECK_BENCH_RUNS` sets N (default 7, at least 5). MB here is 2^20 bytes.
 
-/// Code-built test assets, shared with the integration tests.
-#[path = "../tests/testkit.rs"]
+/// The test support (code-built assets under `testkit`), shared with the
+/// integration tests.
+#[path = "../tests/support/mod.rs"]
 #[allow(dead_code, unused_imports)]
-mod testkit;
+mod support;
+use support::testkit;
 
 use crate::testkit::{Doc, sphere};
 use meshcheck::asset::{self, Input, bundle};
@@ -339,14 +341,8 @@ fn poll_tree_peak_kb(mut cmd: Command) -> Option<u64> {
     let root = child.id();
     let mut peaks: BTreeMap<u32, u64> = BTreeMap::new();
     loop {
-        let mut pids = vec![root];
-        let mut i = 0;
-        while i < pids.len() {
-            pids.extend(children_of(pids[i]));
-            i += 1;
-        }
-        for pid in pids {
-            if let Some(kb) = vm_hwm_kb(pid) {
+        for pid in support::procfs::tree(root) {
+            if let Some(kb) = support::procfs::status(pid).and_then(|s| s.kb("VmHWM")) {
                 let e = peaks.entry(pid).or_default();
                 *e = (*e).max(kb);
             }
@@ -356,21 +352,6 @@ fn poll_tree_peak_kb(mut cmd: Command) -> Option<u64> {
         }
         std::thread::sleep(Duration::from_millis(1));
     }
-}
-
-/// Children of every thread of `pid` (`/proc/PID/task/TID/children`).
-fn children_of(pid: u32) -> Vec<u32> {
-    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else { return Vec::new() };
-    tasks
-        .flatten()
-        .filter_map(|t| std::fs::read_to_string(t.path().join("children")).ok())
-        .flat_map(|s| s.split_whitespace().filter_map(|p| p.parse().ok()).collect::<Vec<u32>>())
-        .collect()
-}
-
-fn vm_hwm_kb(pid: u32) -> Option<u64> {
-    let s = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    s.lines().find_map(|l| l.strip_prefix("VmHWM:")).and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
 }
 
 fn run_peers(root: &Path, bin: Option<&Path>, cases: &[Case]) -> HashMap<(String, String), PeerRow> {

@@ -13,10 +13,12 @@
 //!
 //! Prints markdown on stdout (the tables in BENCHMARKS.md), progress on stderr.
 
-/// Code-built test assets, shared with the integration tests.
-#[path = "../tests/testkit.rs"]
+/// The test support (code-built assets under `testkit`), shared with the
+/// integration tests.
+#[path = "../tests/support/mod.rs"]
 #[allow(dead_code, unused_imports)]
-mod testkit;
+mod support;
+use support::testkit;
 
 use crate::testkit::{Doc, sphere};
 use meshcheck::asset::{self, Input, LoadOptions};
@@ -115,24 +117,7 @@ fn main() {
 
 /// Resident bytes of `pid` (0 once it has gone).
 fn rss(pid: u32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.split_whitespace().next()?.parse::<u64>().ok())
-        .map_or(0, |kb| kb * 1024)
-}
-
-/// `pid` and its descendants; children are listed per thread that spawned them.
-fn tree(pid: u32, out: &mut Vec<u32>) {
-    out.push(pid);
-    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else { return };
-    for task in tasks.flatten() {
-        let kids = std::fs::read_to_string(task.path().join("children")).unwrap_or_default();
-        for kid in kids.split_whitespace().filter_map(|k| k.parse().ok()) {
-            tree(kid, out);
-        }
-    }
+    support::procfs::status(pid).and_then(|s| s.kb("VmRSS")).map_or(0, |kb| kb * 1024)
 }
 
 /// 16 copies of `model` validated in full mode by one process (SPEC-001
@@ -155,9 +140,7 @@ fn folder_run(bin: &Path, model: &Path, dir: &Path) {
         .expect("spawn meshcheck");
     let mut peak = 0u64;
     while child.try_wait().expect("wait").is_none() {
-        let mut pids = Vec::new();
-        tree(child.id(), &mut pids);
-        peak = peak.max(pids.iter().map(|&p| rss(p)).sum());
+        peak = peak.max(support::procfs::tree(child.id()).into_iter().map(rss).sum());
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
     let wall = start.elapsed().as_secs_f64();

@@ -47,10 +47,12 @@
 //! adapter (Mesa's lavapipe without a GPU); `XDG_RUNTIME_DIR` is pointed at a
 //! private temporary folder when unset, which silences Mesa's warning.
 
-/// Code-built test assets, shared with the integration tests.
-#[path = "../tests/testkit.rs"]
+/// The test support (code-built assets under `testkit`), shared with the
+/// integration tests.
+#[path = "../tests/support/mod.rs"]
 #[allow(dead_code, unused_imports)]
-mod testkit;
+mod support;
+use support::testkit;
 
 use crate::testkit::{Doc, sphere};
 use bytes::Bytes;
@@ -59,7 +61,6 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-const BOUNDARY: &str = "meshcheck-bench-boundary-Qm9vK2xhY2tXb3Jk";
 /// Requests per API key before a client moves to its next key (bucket capacity is 120).
 const PER_KEY: usize = 100;
 /// Unrecorded requests per client before the measured phase.
@@ -74,22 +75,11 @@ fn fail(msg: impl std::fmt::Display) -> ! {
     std::process::exit(2);
 }
 
+/// The load's request: `mode=checks_only`, `profile=web`, then the file.
 fn multipart(file: &[u8], filename: &str) -> (String, Bytes) {
-    let mut body = Vec::with_capacity(file.len() + 512);
-    for (name, value) in [("mode", "checks_only"), ("profile", "web")] {
-        body.extend_from_slice(
-            format!("--{BOUNDARY}\r\nContent-Disposition: form-data; name=\"{name}\"\r\n\r\n{value}\r\n").as_bytes(),
-        );
-    }
-    body.extend_from_slice(
-        format!(
-            "--{BOUNDARY}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"{filename}\"\r\nContent-Type: application/octet-stream\r\n\r\n"
-        )
-        .as_bytes(),
-    );
-    body.extend_from_slice(file);
-    body.extend_from_slice(format!("\r\n--{BOUNDARY}--\r\n").as_bytes());
-    (format!("multipart/form-data; boundary={BOUNDARY}"), Bytes::from(body))
+    let fields = [("mode", "checks_only"), ("profile", "web")];
+    let (ctype, body) = support::multipart::form(&fields, Some(support::multipart::File::model(filename, file)));
+    (ctype, Bytes::from(body))
 }
 
 fn shell(cmd: &str, args: &[&str]) -> Option<String> {

@@ -14,11 +14,11 @@
 //! more than a client spends); then `meshcheck serve --addr 127.0.0.1:0
 //! --no-rate-limits --allow-private-targets --log-format json` as a
 //! subprocess, whose address is read from its "meshcheck serve listening"
-//! log line (as tests/serve.rs does). `--no-rate-limits` because 20,000
-//! requests from one IP would otherwise be mostly 429s (credits still apply);
-//! `--allow-private-targets` because the async jobs' webhooks go to a small
-//! receiver this bench runs on 127.0.0.1 (it answers 200 and counts
-//! deliveries). `XDG_RUNTIME_DIR` is pointed at a private temporary folder
+//! log line (`tests/support/serve_process.rs`, as the tests start it).
+//! `--no-rate-limits` because 20,000 requests from one IP would otherwise be
+//! mostly 429s (credits still apply); `--allow-private-targets` because the
+//! async jobs' webhooks go to a small receiver this bench runs on 127.0.0.1
+//! (it answers 200 and counts deliveries). `XDG_RUNTIME_DIR` is pointed at a private temporary folder
 //! when unset, and `MESHCHECK_CONFIG` at a file that does not exist, so no
 //! user config changes the server. Everything stays on 127.0.0.1.
 //!
@@ -53,7 +53,8 @@
 //! Watching: a thread samples the server every second: VmRSS from
 //! /proc/PID/status and the entries of /proc/PID/fd, and the same for every
 //! descendant process (the Node.js reference validators, a render worker if
-//! any), found by scanning /proc/*/stat for their parent. Warm-up is the
+//! any), found through /proc/PID/task/*/children (`tests/support/procfs.rs`,
+//! shared with the engine and render benches). Warm-up is the
 //! first 20% of the request budget (4,000 of 20,000), or the first 60 s if
 //! that comes sooner; a sample is taken the moment it ends. After the load,
 //! the clients are dropped, the bench waits for outstanding webhook
@@ -83,28 +84,25 @@
 //!
 //! Prints markdown tables on stdout and progress on stderr.
 
-/// Loopback fakes (the webhook receiver), shared with the integration tests.
-#[path = "../tests/fakes.rs"]
-#[allow(dead_code)]
-mod fakes;
-/// Code-built test assets, shared with the integration tests.
-#[path = "../tests/testkit.rs"]
+/// The test support (code-built assets under `testkit`, the loopback
+/// `fakes`), shared with the integration tests.
+#[path = "../tests/support/mod.rs"]
 #[allow(dead_code, unused_imports)]
-mod testkit;
+mod support;
+use support::serve_process::{self, Served};
+use support::{fakes, testkit};
 
-use crate::testkit::{Doc, Layout};
+use crate::testkit::Doc;
 use bytes::Bytes;
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
-use std::io::BufRead;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-const BOUNDARY: &str = "meshcheck-soak-boundary-Qm9vK2xhY2tXb3Jk";
 /// Default HTTP requests of the load (MESHCHECK_SOAK_REQUESTS).
 const DEFAULT_REQUESTS: usize = 20_000;
 /// Default concurrent clients (MESHCHECK_SOAK_CLIENTS).
@@ -150,29 +148,9 @@ fn shell(cmd: &str, args: &[&str]) -> Option<String> {
 // Request bodies.
 
 fn multipart(fields: &[(&str, &str)], file: &[u8], filename: &str, ctype: &str) -> (String, Bytes) {
-    let mut body = Vec::with_capacity(file.len() + 512);
-    for (name, value) in fields {
-        body.extend_from_slice(
-            format!("--{BOUNDARY}\r\nContent-Disposition: form-data; name=\"{name}\"\r\n\r\n{value}\r\n").as_bytes(),
-        );
-    }
-    body.extend_from_slice(
-        format!(
-            "--{BOUNDARY}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"{filename}\"\r\nContent-Type: {ctype}\r\n\r\n"
-        )
-        .as_bytes(),
-    );
-    body.extend_from_slice(file);
-    body.extend_from_slice(format!("\r\n--{BOUNDARY}--\r\n").as_bytes());
-    (format!("multipart/form-data; boundary={BOUNDARY}"), Bytes::from(body))
-}
-
-/// A valid GLB of about `bytes` bytes: a cube whose buffer carries padding.
-fn big_glb(bytes: usize) -> Vec<u8> {
-    let (mut json, mut bin) = Doc::single(testkit::cube(1.0)).to_json(Layout::Glb);
-    bin.resize(bytes.max(bin.len()).next_multiple_of(4), 0);
-    json["buffers"][0]["byteLength"] = json!(bin.len());
-    testkit::glb_from_parts(&json, &bin)
+    let file = support::multipart::File { filename, content_type: ctype, bytes: file };
+    let (ctype, body) = support::multipart::form(fields, Some(file));
+    (ctype, Bytes::from(body))
 }
 
 /// Everything the clients send, built once.
@@ -194,7 +172,7 @@ impl Bodies {
             multipart(&fields, b"this is a shopping list, not a 3D model\n", "notes.txt", "text/plain");
         Bodies {
             cube: Bytes::from(cube),
-            big: Bytes::from(big_glb(BIG_BYTES)),
+            big: Bytes::from(testkit::padded_glb(BIG_BYTES)),
             validate_ctype,
             validate,
             text_ctype,
@@ -616,45 +594,16 @@ impl Snap {
 }
 
 fn proc_stat(pid: i32) -> Option<ProcStat> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    let field = |key: &str| status.lines().find(|l| l.starts_with(key)).map(|l| l[key.len()..].trim().to_string());
-    let name = field("Name:").unwrap_or_default();
-    let rss_kb = field("VmRSS:").and_then(|v| v.split_whitespace().next()?.parse().ok()).unwrap_or(0);
-    let fds = std::fs::read_dir(format!("/proc/{pid}/fd")).map(|d| d.count() as i64).unwrap_or(-1);
+    let status = support::procfs::status(pid as u32)?;
+    let name = status.field("Name").unwrap_or_default().to_string();
+    let rss_kb = status.kb("VmRSS").unwrap_or(0);
+    let fds = support::procfs::fd_count(pid as u32).unwrap_or(-1);
     Some(ProcStat { pid, name, rss_kb, fds })
-}
-
-/// Every descendant of `root`, from the parent field of /proc/*/stat.
-fn descendants(root: i32) -> Vec<i32> {
-    let mut parent_of = Vec::new();
-    if let Ok(dir) = std::fs::read_dir("/proc") {
-        for e in dir.flatten() {
-            let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else { continue };
-            let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else { continue };
-            // "pid (comm) state ppid ...": comm may hold spaces and parentheses.
-            let Some(rest) = stat.rfind(')').map(|i| &stat[i + 1..]) else { continue };
-            if let Some(ppid) = rest.split_whitespace().nth(1).and_then(|s| s.parse::<i32>().ok()) {
-                parent_of.push((pid, ppid));
-            }
-        }
-    }
-    let mut out = Vec::new();
-    let mut frontier = vec![root];
-    while let Some(p) = frontier.pop() {
-        for &(pid, ppid) in &parent_of {
-            if ppid == p && !out.contains(&pid) {
-                out.push(pid);
-                frontier.push(pid);
-            }
-        }
-    }
-    out.sort_unstable();
-    out
 }
 
 fn snapshot(pid: i32, start: Instant, requests: usize) -> Snap {
     let server = proc_stat(pid).unwrap_or(ProcStat { pid, ..Default::default() });
-    let children = descendants(pid).into_iter().filter_map(proc_stat).collect();
+    let children = support::procfs::descendants(pid as u32).into_iter().filter_map(|p| proc_stat(p as i32)).collect();
     Snap { t_s: start.elapsed().as_secs_f64(), requests, server, children }
 }
 
@@ -711,62 +660,34 @@ struct LogStats {
 }
 
 struct Server {
-    child: Child,
+    served: Served,
     pid: i32,
-    addr: String,
     logs: std::thread::JoinHandle<LogStats>,
 }
 
 fn create_account(data: &Path) -> String {
-    let out = Command::new(env!("CARGO_BIN_EXE_meshcheck"))
-        .args(["accounts", "create", "--plan", "scale", "--json", "--data-dir"])
-        .arg(data)
-        .stdin(Stdio::null())
-        .output()
-        .unwrap_or_else(|e| fail(format!("cannot run meshcheck accounts create: {e}")));
-    if !out.status.success() {
-        fail(format!("meshcheck accounts create: {}", String::from_utf8_lossy(&out.stderr)));
-    }
-    serde_json::from_slice::<Value>(&out.stdout)
-        .ok()
-        .and_then(|v| v["api_key"].as_str().map(String::from))
-        .unwrap_or_else(|| fail("meshcheck accounts create --json printed no api_key"))
+    serve_process::create_account(data, "scale", &[]).unwrap_or_else(|e| fail(e)).key
 }
 
 fn start_server(data: &Path, config: &Path) -> Server {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_meshcheck"))
-        .args(["serve", "--addr", "127.0.0.1:0", "--no-rate-limits", "--allow-private-targets", "--log-format", "json"])
-        .arg("--data-dir")
-        .arg(data)
+    let mut cmd = serve_process::serve_command(data);
+    cmd.args(["--no-rate-limits", "--allow-private-targets"])
         .env("MESHCHECK_LOG", "info")
         .env("MESHCHECK_CONFIG", config)
         .env_remove("MESHCHECK_BASE_URL")
         .env_remove("MESHCHECK_FETCH_ALLOW_HOSTS")
         .env_remove("MESHCHECK_RENDER_IN_PROCESS")
         .env_remove("MESHCHECK_VISION_URL")
-        .env_remove("STRIPE_SECRET_KEY")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|e| fail(format!("cannot start meshcheck serve: {e}")));
-    let pid = child.id() as i32;
+        .env_remove("STRIPE_SECRET_KEY");
+    let mut served = serve_process::start(cmd, Duration::from_secs(120)).unwrap_or_else(|e| fail(e));
+    let pid = served.pid();
     SERVER_PID.store(pid, Ordering::SeqCst);
-    let stderr = child.stderr.take().unwrap_or_else(|| fail("no stderr pipe"));
-    let (tx, rx) = mpsc::channel::<String>();
+    let lines = served.take_logs();
     let logs = std::thread::spawn(move || {
         let mut st = LogStats::default();
-        let mut tx = Some(tx);
-        for line in std::io::BufReader::new(stderr).lines().map_while(Result::ok) {
+        for line in lines {
             st.lines += 1;
             let v: Value = serde_json::from_str(&line).unwrap_or(Value::Null);
-            let message = v["fields"]["message"].as_str().unwrap_or("");
-            if let Some(t) = &tx
-                && message == "meshcheck serve listening"
-            {
-                let _ = t.send(v["fields"]["addr"].as_str().unwrap_or_default().to_string());
-                tx = None;
-            }
             match v["level"].as_str() {
                 Some("WARN") => st.warn += 1,
                 Some("ERROR") => {
@@ -787,42 +708,17 @@ fn start_server(data: &Path, config: &Path) -> Server {
         }
         st
     });
-    let addr = match rx.recv_timeout(Duration::from_secs(120)) {
-        Ok(a) if !a.is_empty() => a,
-        _ => {
-            let _ = child.kill();
-            let _ = child.wait();
-            let st = logs.join().unwrap_or_default();
-            fail(format!("meshcheck serve did not announce its address within 120 s; log: {:?}", st.errors))
-        }
-    };
-    Server { child, pid, addr, logs }
+    Server { served, pid, logs }
 }
 
 /// SIGTERM, then waits up to 60 s (running jobs get 30 s); the exit status if it stopped.
 fn stop_server(server: &mut Server) -> Result<std::process::ExitStatus, String> {
-    // SAFETY: signalling the child process this bench started.
-    unsafe { libc::kill(server.pid, libc::SIGTERM) };
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        match server.child.try_wait() {
-            Ok(Some(status)) => {
-                SERVER_PID.store(0, Ordering::SeqCst);
-                return Ok(status);
-            }
-            Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(100)),
-            Ok(None) => {
-                let _ = server.child.kill();
-                let _ = server.child.wait();
-                SERVER_PID.store(0, Ordering::SeqCst);
-                return Err("did not stop within 60 s of SIGTERM (killed)".into());
-            }
-            Err(e) => return Err(e.to_string()),
-        }
-    }
+    let stopped = server.served.stop(Duration::from_secs(60));
+    SERVER_PID.store(0, Ordering::SeqCst);
+    stopped
 }
 
-/// The shared webhook receiver (tests/fakes.rs), its deliveries counted.
+/// The shared webhook receiver (tests/support/fakes.rs), its deliveries counted.
 async fn webhook_receiver(count: Arc<AtomicUsize>) -> (String, tokio::task::JoinHandle<()>) {
     let (addr, mut deliveries) = fakes::webhook_receiver(200).await;
     let task = tokio::spawn(async move {
@@ -893,8 +789,8 @@ fn main() {
     let keys: Vec<String> = (0..clients).map(|_| create_account(&data)).collect();
     eprintln!("soak: starting meshcheck serve ...");
     let mut server = start_server(&data, &no_config);
-    let base = format!("http://{}", server.addr);
-    eprintln!("soak: server pid {} on {}", server.pid, server.addr);
+    let base = format!("http://{}", server.served.addr);
+    eprintln!("soak: server pid {} on {}", server.pid, server.served.addr);
 
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -1053,7 +949,7 @@ fn main() {
         loadavg.split_whitespace().take(3).collect::<Vec<_>>().join(" "),
         if dirty { " (with uncommitted changes)" } else { "" },
         server.pid,
-        server.addr
+        server.served.addr
     );
 
     // Per kind.

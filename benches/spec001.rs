@@ -8,10 +8,12 @@
 //! most 1.3x the bare validator's wall time; Box.glb through the warm pool
 //! under 20 ms.
 
-/// Code-built test assets, shared with the integration tests.
-#[path = "../tests/testkit.rs"]
+/// The test support (code-built assets under `testkit`), shared with the
+/// integration tests.
+#[path = "../tests/support/mod.rs"]
 #[allow(dead_code, unused_imports)]
-mod testkit;
+mod support;
+use support::testkit;
 
 use crate::testkit::{Doc, sphere};
 use meshcheck::asset::Input;

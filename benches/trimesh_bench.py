@@ -20,7 +20,7 @@ meshcheck's definition and trimesh's `nondegenerate`).
   %M`) when present, else from the child's rusage. The whole checks_only run
   without SPEC-001 (`--skip SPEC-001`, every other check) is timed the same way
   for the 1-second target.
-- The 1M-triangle mesh is `testkit::sphere (tests/testkit.rs)(1000, 501, 1.0)` written
+- The 1M-triangle mesh is `testkit::sphere(1000, 501, 1.0)` (tests/support/shapes.rs) written
   with `Doc::single(..).to_glb()`: the file `cargo bench --bench engine` leaves
   in $TMPDIR/meshcheck-bench/sphere_1m.glb when present (or --sphere PATH),
   otherwise a numpy replica of the same generator (same positions, normals,
@@ -74,12 +74,12 @@ def log(msg: str) -> None:
 
 
 # ---------------------------------------------------------------------------
-# The 1M-triangle sphere (numpy replica of testkit::sphere (tests/testkit.rs))
+# The 1M-triangle sphere (numpy replica of testkit::sphere, tests/support/shapes.rs)
 # ---------------------------------------------------------------------------
 
 
 def sphere_arrays(segments: int = 1000, rings: int = 501, radius: float = 1.0):
-    """Same arithmetic as tests/testkit.rs `sphere`: directions in f64, stored
+    """Same arithmetic as tests/support/shapes.rs `sphere`: directions in f64, stored
     as f32 and scaled by the f32 radius; UVs s/segments, k/rings in f32."""
     s = np.arange(segments + 1, dtype=np.float64)
     phi = 2.0 * np.pi * s / segments

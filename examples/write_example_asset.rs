@@ -4,11 +4,11 @@
 //!
 //! `cargo run --example write_example_asset`
 
-#[path = "../tests/testkit.rs"]
+#[path = "../tests/support/mod.rs"]
 #[allow(dead_code, unused_imports)]
-mod testkit;
+mod support;
 
-use testkit::{Doc, Image, Material, Texture, cube, png};
+use support::testkit::{Doc, Image, Material, Texture, cube, png};
 
 fn main() {
     let mut prim = cube(1.0);

@@ -5,60 +5,29 @@
 //! the blob folder, a half-received upload cannot be used, and SQLite's
 //! integrity check passes.
 
-use crate::serve::big_glb;
+use crate::support::multipart;
+use crate::support::serve_process::{Served, create_account, serve_command, start};
+use crate::testkit::padded_glb;
 use serde_json::{Value, json};
-use std::io::{BufRead, Write};
+use std::io::Write;
 use std::path::Path;
-use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
-/// Starts `meshcheck serve` on the data folder; returns the child and its address.
-fn serve(dir: &Path) -> (Child, String) {
-    let mut child = crate::util::bin()
-        .args(["serve", "--addr", "127.0.0.1:0", "--workers", "1", "--log-format", "json", "--data-dir"])
-        .arg(dir)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let stderr = child.stderr.take().unwrap();
-    let (tx, rx) = std::sync::mpsc::channel::<String>();
-    std::thread::spawn(move || {
-        for line in std::io::BufReader::new(stderr).lines().map_while(Result::ok) {
-            let _ = tx.send(line);
-        }
-    });
-    let addr = loop {
-        let line = rx.recv_timeout(Duration::from_secs(60)).expect("the server announces its address");
-        if let Ok(v) = serde_json::from_str::<Value>(&line)
-            && v["fields"]["message"] == "meshcheck serve listening"
-        {
-            break v["fields"]["addr"].as_str().unwrap().to_string();
-        }
-    };
-    std::thread::spawn(move || for _ in rx {});
-    (child, addr)
-}
-
-fn kill9(child: &mut Child) {
-    unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
-    child.wait().unwrap();
+/// Starts `meshcheck serve` on the data folder with one job worker.
+fn serve(dir: &Path) -> Served {
+    let mut cmd = serve_command(dir);
+    cmd.args(["--workers", "1"]);
+    start(cmd, Duration::from_secs(60)).unwrap()
 }
 
 #[test]
 fn kill_9_during_a_job_and_an_upload_loses_nothing_and_leaves_nothing() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path();
-    let out = crate::util::bin()
-        .args(["accounts", "create", "--plan", "studio", "--json", "--data-dir"])
-        .arg(dir)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let key = serde_json::from_slice::<Value>(&out.stdout).unwrap()["api_key"].as_str().unwrap().to_string();
+    let key = create_account(dir, "studio", &[]).unwrap().key;
     let http = reqwest::blocking::Client::builder().timeout(Duration::from_secs(120)).build().unwrap();
-    let (mut server, addr) = serve(dir);
+    let mut server = serve(dir);
+    let addr = server.addr.clone();
     let url = |p: &str| format!("http://{addr}{p}");
     let begin = |http: &reqwest::blocking::Client, url: &dyn Fn(&str) -> String| -> Value {
         http.post(url("/v1/uploads")).header("x-api-key", &key).send().unwrap().json().unwrap()
@@ -81,7 +50,7 @@ fn kill_9_during_a_job_and_an_upload_loses_nothing_and_leaves_nothing() {
 
     // A 28 MB upload validated in full mode as a job; the server dies at once.
     let up = begin(&http, &url);
-    let put = http.put(url(&path_of(&up))).header("x-api-key", &key).body(big_glb(28_000_000)).send().unwrap();
+    let put = http.put(url(&path_of(&up))).header("x-api-key", &key).body(padded_glb(28_000_000)).send().unwrap();
     assert_eq!(put.status(), 200);
     let env: Value = http
         .post(url("/v1/validate"))
@@ -93,7 +62,7 @@ fn kill_9_during_a_job_and_an_upload_loses_nothing_and_leaves_nothing() {
         .unwrap();
     let job = env["job_id"].as_str().expect("a job").to_string();
     std::thread::sleep(Duration::from_millis(50));
-    kill9(&mut server);
+    server.kill9();
     drop(conn);
     {
         use meshcheck::store::Store;
@@ -104,7 +73,8 @@ fn kill_9_during_a_job_and_an_upload_loses_nothing_and_leaves_nothing() {
     }
 
     // Start again on the same folder.
-    let (mut server, addr) = serve(dir);
+    let mut server = serve(dir);
+    let addr = server.addr.clone();
     let url = |p: &str| format!("http://{addr}{p}");
     let started = Instant::now();
     let finished = loop {
@@ -124,8 +94,7 @@ fn kill_9_during_a_job_and_an_upload_loses_nothing_and_leaves_nothing() {
         .send()
         .unwrap();
     assert_eq!(r.status(), 404, "a half-received upload cannot be validated");
-    unsafe { libc::kill(server.id() as i32, libc::SIGTERM) };
-    assert!(server.wait().unwrap().success());
+    assert!(server.stop(Duration::from_secs(60)).unwrap().success());
 
     let store = meshcheck::store::sqlite::SqliteStore::open(&dir.join("meshcheck.sqlite")).unwrap();
     use meshcheck::store::Store;
@@ -187,18 +156,13 @@ fn a_full_disk_is_a_clear_internal_error_and_recovers_when_space_returns() {
         eprintln!("cannot mount a small tmpfs here (needs root); the full-disk test checks nothing");
         return;
     };
-    let out = crate::util::bin()
-        .args(["accounts", "create", "--plan", "scale", "--json", "--data-dir"])
-        .arg(&dir)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let key = serde_json::from_slice::<Value>(&out.stdout).unwrap()["api_key"].as_str().unwrap().to_string();
-    let (mut server, addr) = serve(&dir);
+    let key = create_account(&dir, "scale", &[]).unwrap().key;
+    let mut server = serve(&dir);
+    let addr = server.addr.clone();
     let http = reqwest::blocking::Client::builder().timeout(Duration::from_secs(120)).build().unwrap();
     let glb = std::fs::read(crate::util::model("khronos-sample-models/Box.glb")).unwrap();
     let validate = |fields: &[(&str, &str)]| {
-        let (ctype, body) = crate::serve::multipart(&glb, fields);
+        let (ctype, body) = multipart::upload(&glb, fields);
         http.post(format!("http://{addr}/v1/validate"))
             .header("x-api-key", &key)
             .header("content-type", ctype)
@@ -241,8 +205,7 @@ fn a_full_disk_is_a_clear_internal_error_and_recovers_when_space_returns() {
     std::fs::remove_file(filler).unwrap();
     let r = validate(&[("mode", "full"), ("screenshots", "true")]);
     assert_eq!(r.status(), 200, "{}", r.text().unwrap_or_default());
-    unsafe { libc::kill(server.id() as i32, libc::SIGTERM) };
-    assert!(server.wait().unwrap().success());
+    assert!(server.stop(Duration::from_secs(60)).unwrap().success());
 
     use meshcheck::store::Store;
     let store = meshcheck::store::sqlite::SqliteStore::open(&dir.join("meshcheck.sqlite")).unwrap();

@@ -3,7 +3,8 @@
 //! client (uploads, async jobs with webhooks, restart recovery, SSRF).
 //! Every test checks at the end that the blob folder is empty.
 
-use crate::testkit::{self, Doc, Layout};
+use crate::support::multipart;
+use crate::testkit::{self, Doc, padded_glb};
 use crate::util::model;
 use axum::Router;
 use axum::body::Body;
@@ -98,7 +99,7 @@ impl Srv {
         self.post_form("/v1/validate", Some(key), file, fields).await
     }
     pub(crate) async fn post_form(&self, path: &str, key: Option<&str>, file: &[u8], fields: &[(&str, &str)]) -> Resp {
-        let (ctype, body) = multipart(file, fields);
+        let (ctype, body) = multipart::upload(file, fields);
         let mut b = Request::post(path);
         if let Some(k) = key {
             b = b.header("x-api-key", k);
@@ -134,36 +135,8 @@ impl Resp {
     }
 }
 
-const BOUNDARY: &str = "meshcheck-test-boundary-7MA4YWxkTrZu0gW";
-
-pub(crate) fn multipart(file: &[u8], fields: &[(&str, &str)]) -> (String, Vec<u8>) {
-    let mut body = Vec::new();
-    for (name, value) in fields {
-        body.extend_from_slice(
-            format!("--{BOUNDARY}\r\nContent-Disposition: form-data; name=\"{name}\"\r\n\r\n{value}\r\n").as_bytes(),
-        );
-    }
-    if !file.is_empty() {
-        body.extend_from_slice(
-            format!("--{BOUNDARY}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"model.glb\"\r\nContent-Type: application/octet-stream\r\n\r\n").as_bytes(),
-        );
-        body.extend_from_slice(file);
-        body.extend_from_slice(b"\r\n");
-    }
-    body.extend_from_slice(format!("--{BOUNDARY}--\r\n").as_bytes());
-    (format!("multipart/form-data; boundary={BOUNDARY}"), body)
-}
-
 pub(crate) fn box_glb() -> Vec<u8> {
     std::fs::read(model("khronos-sample-models/Box.glb")).unwrap()
-}
-
-/// A valid GLB of about `bytes` bytes: a cube whose buffer carries padding.
-pub(crate) fn big_glb(bytes: usize) -> Vec<u8> {
-    let (mut json, mut bin) = Doc::single(testkit::cube(1.0)).to_json(Layout::Glb);
-    bin.resize(bytes.max(bin.len()).next_multiple_of(4), 0);
-    json["buffers"][0]["byteLength"] = json!(bin.len());
-    testkit::glb_from_parts(&json, &bin)
 }
 
 // ---------------------------------------------------------------- auth
@@ -722,7 +695,7 @@ async fn e2e_async_job_with_a_signed_webhook() {
     let (_, key) = s.account("studio");
     let run = start(&s).await;
     let http = reqwest::Client::new();
-    let glb = big_glb(28_000_000);
+    let glb = padded_glb(28_000_000);
     // Upload (above the multipart cap), then validate by blob: above 20 MB, a job.
     let begin: Value =
         http.post(run.url("/v1/uploads")).header("x-api-key", &key).send().await.unwrap().json().await.unwrap();
@@ -785,7 +758,7 @@ async fn e2e_webhooks_are_retried_under_the_same_id() {
         let begin: Value =
             http.post(run.url("/v1/uploads")).header("x-api-key", &key).send().await.unwrap().json().await.unwrap();
         let path = begin["upload_url"].as_str().unwrap().strip_prefix("http://meshcheck.test").unwrap().to_string();
-        let mut bytes = big_glb(21_000_000);
+        let mut bytes = padded_glb(21_000_000);
         bytes[20..40].copy_from_slice(&[b'x'; 20]);
         http.put(run.url(&path)).header("x-api-key", &key).body(bytes).send().await.unwrap();
         begin["blob_id"].as_str().unwrap().to_string()
@@ -833,7 +806,7 @@ async fn e2e_a_hanging_webhook_target_blocks_no_worker_and_no_other_delivery() {
     });
     let (_, key) = s.account("scale");
     let run = start(&s).await;
-    let glb = big_glb(21_000_000);
+    let glb = padded_glb(21_000_000);
     let queue = |hook: Option<String>| {
         let (s, key, glb) = (&s, &key, glb.clone());
         async move {
@@ -885,7 +858,7 @@ async fn e2e_restart_recovers_interrupted_jobs() {
         // A server whose workers never start a job: two queued jobs, then stop.
         let s = srv_at(tmp.path(), |c| c.workers = 1);
         key = s.account("studio").1;
-        let glb = big_glb(21_000_000);
+        let glb = padded_glb(21_000_000);
         let a = upload(&s, &key, glb.clone()).await;
         let b = upload(&s, &key, glb).await;
         job_a = s.post_json("/v1/validate", &key, json!({"blob_id": a})).await.ok(202)["job_id"]
@@ -926,7 +899,7 @@ async fn e2e_shutdown_puts_a_running_job_back_and_a_restart_finishes_it() {
     {
         let s = srv_at(tmp.path(), |c| c.shutdown_grace = std::time::Duration::ZERO);
         key = s.account("studio").1;
-        let blob = upload(&s, &key, big_glb(28_000_000)).await;
+        let blob = upload(&s, &key, padded_glb(28_000_000)).await;
         let run = start(&s).await;
         job = s.post_json("/v1/validate", &key, json!({"blob_id": blob})).await.ok(202)["job_id"]
             .as_str()
@@ -1000,38 +973,24 @@ async fn url_fetches_are_ssrf_guarded() {
 /// SIGTERM, and its logs hold neither the key nor the file's bytes.
 #[test]
 fn the_binary_serves_until_sigterm_and_logs_no_secrets() {
-    use std::io::BufRead;
+    use crate::support::serve_process::{create_account, serve_command, start};
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().to_str().unwrap();
-    let out = crate::util::run(&[
-        "accounts",
-        "create",
-        "--plan",
-        "indie",
-        "--email",
-        "a@example.com",
-        "--json",
-        "--data-dir",
-        dir,
-    ]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let created: Value = serde_json::from_slice(&out.stdout).unwrap();
-    let key = created["api_key"].as_str().unwrap().to_string();
+    let created = create_account(tmp.path(), "indie", &["--email", "a@example.com"]).unwrap();
+    let key = created.key.clone();
     assert!(key.starts_with("mk_live_") && key.len() == 40);
     let list = crate::util::run(&["accounts", "list", "--data-dir", dir]);
     let listed = String::from_utf8(list.stdout).unwrap();
-    assert!(listed.contains(created["account_id"].as_str().unwrap()) && listed.contains("indie"));
+    assert!(listed.contains(&created.id) && listed.contains("indie"));
     assert!(!listed.contains(&key), "keys are never shown again");
-    let second =
-        crate::util::run(&["keys", "create", "--account", created["account_id"].as_str().unwrap(), "--data-dir", dir]);
+    let second = crate::util::run(&["keys", "create", "--account", &created.id, "--data-dir", dir]);
     let key2 = String::from_utf8(second.stdout).unwrap().trim().to_string();
     assert!(key2.starts_with("mk_live_"));
     assert!(crate::util::run(&["keys", "revoke", &key2[..12], "--data-dir", dir]).status.success());
     assert_eq!(crate::util::run(&["keys", "revoke", &key2, "--data-dir", dir]).status.code(), Some(2));
 
-    let mut child = crate::util::bin()
-        .args(["serve", "--addr", "127.0.0.1:0", "--data-dir", dir, "--log-format", "json"])
-        .env("MESHCHECK_LOG", "info")
+    let mut cmd = serve_command(tmp.path());
+    cmd.env("MESHCHECK_LOG", "info")
         // Secrets of the third-party services: none may reach the logs.
         .env("STRIPE_SECRET_KEY", "sk_test_logcheck_0123456789")
         .env("STRIPE_WEBHOOK_SECRET", "whsec_logcheck_0123456789")
@@ -1040,36 +999,16 @@ fn the_binary_serves_until_sigterm_and_logs_no_secrets() {
         .env("STRIPE_PRICE_SCALE", "price_c")
         .env("MESHCHECK_VISION_URL", "http://127.0.0.1:9/v1")
         .env("MESHCHECK_VISION_MODEL", "m")
-        .env("MESHCHECK_VISION_API_KEY", "sk-vision-logcheck-0123456789")
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let stderr = child.stderr.take().unwrap();
-    let (tx, rx) = std::sync::mpsc::channel::<String>();
-    let reader = std::thread::spawn(move || {
-        for line in std::io::BufReader::new(stderr).lines().map_while(Result::ok) {
-            let _ = tx.send(line);
-        }
-    });
-    let mut logs = Vec::new();
-    let addr = loop {
-        let line = rx.recv_timeout(std::time::Duration::from_secs(60)).expect("the server announces its address");
-        logs.push(line.clone());
-        if let Ok(v) = serde_json::from_str::<Value>(&line)
-            && v["fields"]["message"] == "meshcheck serve listening"
-        {
-            break v["fields"]["addr"].as_str().unwrap().to_string();
-        }
-    };
+        .env("MESHCHECK_VISION_API_KEY", "sk-vision-logcheck-0123456789");
+    let mut server = start(cmd, std::time::Duration::from_secs(60)).unwrap();
+    let addr = server.addr.clone();
     let http = reqwest::blocking::Client::new();
     let account = http.get(format!("http://{addr}/v1/account")).header("x-api-key", &key).send().unwrap();
     assert_eq!(account.status(), 200);
     let revoked = http.get(format!("http://{addr}/v1/account")).header("x-api-key", &key2).send().unwrap();
     assert_eq!(revoked.status(), 401);
     let glb = box_glb();
-    let (ctype, body) = multipart(&glb, &[]);
+    let (ctype, body) = multipart::upload(&glb, &[]);
     let r = http
         .post(format!("http://{addr}/v1/validate"))
         .header("x-api-key", &key)
@@ -1078,13 +1017,9 @@ fn the_binary_serves_until_sigterm_and_logs_no_secrets() {
         .send()
         .unwrap();
     assert_eq!(r.status(), 200);
-    // SAFETY: signalling our own child process.
-    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
-    let status = child.wait().unwrap();
+    let status = server.stop(std::time::Duration::from_secs(60)).unwrap();
     assert!(status.success(), "clean exit on SIGTERM: {status:?}");
-    reader.join().unwrap();
-    logs.extend(rx.try_iter());
-    let all = logs.join("\n");
+    let all = server.take_logs().collect::<Vec<_>>().join("\n");
     assert!(all.contains("\"request_id\""), "requests are logged with ids");
     assert!(all.contains("/v1/validate"));
     assert!(!all.contains(&key) && !all.contains(&key2) && !all.contains("mk_live_"), "no key in the logs");

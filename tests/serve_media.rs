@@ -298,7 +298,7 @@ async fn the_demo_page_and_its_endpoint() {
     );
 
     // 4.4 MB cap: 413 with the figures; then the per-IP limit (3 here).
-    let big = crate::serve::big_glb(5_000_000);
+    let big = crate::testkit::padded_glb(5_000_000);
     let r = s.post_form("/demo/validate", None, &big, &[]).await;
     r.expect(413, "FILE_TOO_LARGE");
     assert_eq!(r.json["error"]["detail"]["max_bytes"], 4_400_000);
@@ -314,36 +314,17 @@ async fn the_demo_page_and_its_endpoint() {
 /// input loads, fails with 502 RENDER_FAILED, and is refunded.
 #[test]
 fn render_failed_is_502_and_refunded() {
-    use std::io::BufRead;
+    use crate::support::serve_process::{create_account, serve_command, start};
     let dir = tempfile::tempdir().unwrap();
-    let out = crate::util::bin()
-        .args(["accounts", "create", "--plan", "free", "--json", "--data-dir"])
-        .arg(dir.path())
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let created: Value = serde_json::from_slice(&out.stdout).unwrap();
-    let key = created["api_key"].as_str().unwrap().to_string();
-    let mut child = crate::util::bin()
-        .args(["serve", "--addr", "127.0.0.1:0", "--log-format", "json", "--data-dir"])
-        .arg(dir.path())
-        .env("WGPU_BACKEND", "vulkan")
+    let key = create_account(dir.path(), "free", &[]).unwrap().key;
+    let mut cmd = serve_command(dir.path());
+    cmd.env("WGPU_BACKEND", "vulkan")
         .env("VK_ICD_FILENAMES", "/nonexistent/icd.json")
-        .env_remove("MESHCHECK_VISION_URL")
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut lines = std::io::BufReader::new(child.stderr.take().unwrap()).lines();
-    let addr = loop {
-        let line = lines.next().expect("the server logs its address").unwrap();
-        if line.contains("meshcheck serve listening") {
-            let v: Value = serde_json::from_str(&line).unwrap();
-            break v["fields"]["addr"].as_str().or(v["addr"].as_str()).unwrap().to_string();
-        }
-    };
-    std::thread::spawn(move || for _ in lines {});
+        .env_remove("MESHCHECK_VISION_URL");
+    let mut server = start(cmd, Duration::from_secs(60)).unwrap();
+    let addr = server.addr.clone();
     let http = reqwest::blocking::Client::builder().timeout(Duration::from_secs(60)).build().unwrap();
-    let (ctype, body) = crate::serve::multipart(&box_glb(), &[]);
+    let (ctype, body) = crate::support::multipart::upload(&box_glb(), &[]);
     let r = http
         .post(format!("http://{addr}/v1/render"))
         .header("x-api-key", &key)
@@ -358,8 +339,7 @@ fn render_failed_is_502_and_refunded() {
         http.get(format!("http://{addr}/v1/account")).header("x-api-key", &key).send().unwrap().json().unwrap();
     assert_eq!(account["balance"], 300, "refunded");
     assert_eq!(account["usage"]["credits_used"], 0);
-    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
-    assert!(child.wait().unwrap().success());
+    assert!(server.stop(Duration::from_secs(60)).unwrap().success());
     let store = meshcheck::store::sqlite::SqliteStore::open(&dir.path().join("meshcheck.sqlite")).unwrap();
     let acct = store.account_for_key(&key).unwrap().unwrap();
     let rows: Vec<i64> = store.ledger(&acct.id, acct.created_at).unwrap().into_iter().map(|r| r.1).collect();

@@ -1,7 +1,9 @@
 //! The one integration-test binary (ripgrep's layout): every module below
 //! links into it, so the suite builds once. Modules that need a feature
 //! (`render`, `vision`, `serve`) are left out of builds without it; CI runs
-//! the suite with and without default features.
+//! the suite with and without default features. What the modules share is
+//! the test support (`support/`: the code-built assets under `testkit`, the
+//! binary and corpus helpers under `util`, the loopback `fakes`).
 
 mod architecture;
 #[cfg(feature = "serve")]
@@ -9,8 +11,6 @@ mod billing;
 mod checks;
 mod cli;
 mod corpus;
-#[cfg(feature = "serve")]
-mod fakes;
 #[cfg(feature = "serve")]
 mod faults;
 mod generated;
@@ -24,8 +24,11 @@ mod serve;
 #[cfg(feature = "serve")]
 mod serve_media;
 mod spec001;
-mod testkit;
-mod util;
+mod support;
 mod uv;
 #[cfg(all(feature = "render", feature = "vision"))]
 mod vision;
+
+#[cfg(feature = "serve")]
+use support::fakes;
+use support::{testkit, util};

@@ -7,7 +7,8 @@
 //!   demo account: a `mk_demo_` key made at start (the account once, stored
 //!   in the settings; a fresh key each start, the older ones revoked), held
 //!   in memory and never sent to the browser. Its credits are the demo
-//!   account's (plan `scale`).
+//!   account's (plan `scale`), charged at the price list's demo price
+//!   ([`super::prices::Call::Demo`]: a full validation's).
 //! - Limits: 4.4 MB file (413 FILE_TOO_LARGE above), 10 requests per minute
 //!   per client IP (429 with Retry-After); screenshots are watermarked
 //!   "meshcheck demo" and stored like any report's (30 days, signed URLs).
@@ -15,6 +16,7 @@
 use super::auth::{Caller, client_ip, limited, set_headers};
 use super::error::{ApiError, ApiResult};
 use super::input::read_capped;
+use super::prices::Call;
 use super::state::AppState;
 use super::work::ValidateParams;
 use crate::error::{Error, ErrorCode};
@@ -175,7 +177,7 @@ async fn run(state: &AppState, req: Request) -> ApiResult<Response> {
     let st = state.clone();
     let caller = tokio::task::spawn_blocking(move || caller(&st)).await.map_err(ApiError::internal)??;
     let loaded = super::input::Loaded { bytes: file, filename: String::new(), blob: None };
-    let body = super::validate::run_sync(state, &caller, params, loaded).await?;
+    let body = super::validate::run_sync(state, &caller, Call::Demo, params, loaded).await?;
     Ok(super::input::json_response(StatusCode::OK, body))
 }
 

@@ -8,8 +8,8 @@
 //!   it has no stored stills, 410 REPORT_EXPIRED past its retention).
 //! - `check` is required: VIS-001 with `prompt`, VIS-002 alone, VIS-003 with
 //!   `question` (400 otherwise, before anything is read or charged).
-//! - 8 credits, charged once the input has loaded (before the model is
-//!   asked) and refunded when the model gives no valid answer (503
+//! - Priced by [`super::prices`] (8 credits), charged once the input has
+//!   loaded (before the model is asked) and refunded when the model gives no valid answer (503
 //!   INSPECT_UNAVAILABLE) or the server or renderer fails. No provider
 //!   configured is 503 with nothing charged.
 //! - The model is any OpenAI-compatible endpoint (`MESHCHECK_VISION_*`, see
@@ -20,6 +20,7 @@ use super::error::{ApiError, ApiResult};
 use super::input::{Form, Source, load, max_bytes_for, read_form, sniff};
 use super::media::{self, Owner, Png};
 use super::metering::Meter;
+use super::prices::Call;
 use super::state::AppState;
 use crate::error::{Error, ErrorCode};
 use crate::store::{ReportLookup, Shot};
@@ -27,9 +28,6 @@ use crate::vision::{self, Check};
 use axum::Extension;
 use axum::extract::{Request, State};
 use axum::response::Response;
-
-/// Credits an inspection costs.
-pub const COST: i64 = 8;
 
 /// POST /v1/inspect.
 pub async fn inspect(
@@ -65,7 +63,7 @@ pub async fn inspect(
         ));
     };
     let inspect_id = crate::store::random_id("ins_", 24);
-    let meter = std::sync::Arc::new(Meter::new(&state, &caller, COST, "inspect", inspect_id.clone()));
+    let meter = std::sync::Arc::new(Meter::new(&state, &caller, Call::Inspect, inspect_id.clone()));
     let stills = match source {
         Err(render_id) => {
             let stills = stored_stills(&state, &caller, &render_id).await?;

@@ -1,8 +1,10 @@
 //! Metering: a call's charge, taken inside the engine's gate once the input
 //! has passed every check the input alone decides, and refunded when the
 //! call then fails for a reason of ours; what INSUFFICIENT_CREDITS says.
+//! What a call costs is the price list's ([`super::prices`]).
 
 use super::auth::Caller;
+use super::prices::Call;
 use super::state::AppState;
 use crate::error::{Error, ErrorCode};
 use crate::store::Charge;
@@ -23,14 +25,15 @@ pub struct Meter {
 }
 
 impl Meter {
-    /// A meter for `cost` credits of `caller` under `reference`.
-    pub fn new(st: &AppState, caller: &Caller, cost: i64, reason: &'static str, reference: String) -> Meter {
+    /// A meter for `call` (its price and ledger reason from the price list)
+    /// of `caller` under `reference`.
+    pub fn new(st: &AppState, caller: &Caller, call: Call, reference: String) -> Meter {
         Meter {
             st: st.clone(),
             account: caller.account.clone(),
             allowance: caller.plan.monthly_credits,
-            cost,
-            reason,
+            cost: call.credits(),
+            reason: call.reason(),
             reference,
             charged: std::sync::atomic::AtomicBool::new(false),
         }

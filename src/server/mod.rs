@@ -10,6 +10,8 @@
 //! - [`input`]: request input (multipart or JSON; `file`, `url` or
 //!   `blob_id`) read under its caps into one loaded input.
 //! - [`metering`]: charges taken in the engine's gate and refunded on our faults.
+//! - [`prices`]: the price list, every priced operation and its credits, and
+//!   what one request costs.
 //! - [`reports`]: report storage (ids, expiry, stills under signed URLs).
 //! - [`work`]: the work by kind ([`work::Work`]: validate, render), run by
 //!   the synchronous handlers and the queue alike.
@@ -45,6 +47,7 @@ pub mod media;
 pub mod metering;
 pub mod openapi;
 pub mod plan;
+pub mod prices;
 pub mod public;
 pub mod ratelimit;
 pub mod render;

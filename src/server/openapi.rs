@@ -1,10 +1,12 @@
 //! The OpenAPI 3.1 description, built from the code: the report schemas
 //! come from the Rust types (schemars, the same as schemas/), the error
 //! codes from [`ErrorCode`], the plans from [`PLANS`](super::plan::PLANS),
-//! the limits from [`Config`](super::state::Config), the routes from one table
-//! here. A test checks that every route of the router is described and that
-//! every described route exists.
+//! the prices from [`PRICES`](super::prices::PRICES), the limits from
+//! [`Config`](super::state::Config), the routes from one table here. A test
+//! checks that every route of the router is described and that every
+//! described route exists.
 
+use super::prices::fill;
 use crate::error::ErrorCode;
 use serde_json::{Map, Value, json};
 
@@ -198,7 +200,7 @@ fn options_properties(multipart: bool) -> Map<String, Value> {
     );
     p.insert(
         "mode".into(),
-        json!({"type": "string", "enum": ["checks_only", "full"], "default": "checks_only", "description": "full also runs the renderer (RND checks) and costs 2 credits."}),
+        json!({"type": "string", "enum": ["checks_only", "full"], "default": "checks_only", "description": fill("full also runs the renderer (RND checks) and costs {price:validate_full} credits.")}),
     );
     let overrides = json!({
         "type": "object",
@@ -411,7 +413,7 @@ fn operation(op: &str, summary: &str, authed: bool) -> Value {
     let path_param = |name: &str, desc: &str| json!({"name": name, "in": "path", "required": true, "schema": {"type": "string"}, "description": desc});
     match op {
         "validate" => {
-            o.insert("description".into(), json!("Up to 20 MB answers 200 with the report; above, 202 with a job. Above the plan's max file (at most 250 MB), 413. Costs 1 credit (checks_only) or 2 (full), charged only once the input has loaded."));
+            o.insert("description".into(), json!(fill("Up to 20 MB answers 200 with the report; above, 202 with a job. Above the plan's max file (at most 250 MB), 413. Costs {price:validate_checks_only} credit (checks_only) or {price:validate_full} (full), charged only once the input has loaded.")));
             o.insert(
                 "requestBody".into(),
                 json!({"required": true, "content": {
@@ -423,7 +425,7 @@ fn operation(op: &str, summary: &str, authed: bool) -> Value {
                 .insert("202".into(), ok_json("The input is above 20 MB: a job to poll.", schema_ref("JobEnvelope")));
         }
         "render" => {
-            o.insert("description".into(), json!("Stills of an input up to 20 MB answer 200 with the render report; a turntable, or a larger input, is a job (202). Costs 2 credits per started block of 6 stills, plus 2 for a turntable (a turntable with up to 6 stills: 4); charged once the input has loaded, refunded on 502 RENDER_FAILED. Stills and GIFs are kept 30 days behind signed URLs."));
+            o.insert("description".into(), json!(fill("Stills of an input up to 20 MB answer 200 with the render report; a turntable, or a larger input, is a job (202). Costs {price:render_stills} credits per started block of 6 stills, plus {price:render_turntable} for a turntable (a turntable with up to 6 stills: {price:render_turntable_with_stills}); charged once the input has loaded, refunded on 502 RENDER_FAILED. Stills and GIFs are kept 30 days behind signed URLs.")));
             o.insert(
                 "requestBody".into(),
                 json!({"required": true, "content": {
@@ -437,7 +439,7 @@ fn operation(op: &str, summary: &str, authed: bool) -> Value {
             );
         }
         "inspect" => {
-            o.insert("description".into(), json!("Non-deterministic: a vision model answers about six renders (file, url, blob_id: rendered fresh) or the stored stills of render_id. Costs 8 credits, refunded when the model gives no valid answer (503 INSPECT_UNAVAILABLE, also when no model is configured: nothing charged)."));
+            o.insert("description".into(), json!(fill("Non-deterministic: a vision model answers about six renders (file, url, blob_id: rendered fresh) or the stored stills of render_id. Costs {price:inspect} credits, refunded when the model gives no valid answer (503 INSPECT_UNAVAILABLE, also when no model is configured: nothing charged).")));
             o.insert(
                 "requestBody".into(),
                 json!({"required": true, "content": {

@@ -27,9 +27,9 @@ pub async fn schema(Path(file): Path<String>) -> ApiResult<Response> {
     Ok(([(header::CONTENT_TYPE, "application/schema+json")], *text).into_response())
 }
 
-/// GET /llms.txt.
+/// GET /llms.txt (its prices filled in from [`super::prices`]).
 pub async fn llms(State(state): State<AppState>) -> Response {
-    let text = include_str!("llms.txt").replace("{base_url}", &state.config.base_url);
+    let text = super::prices::fill(include_str!("llms.txt")).replace("{base_url}", &state.config.base_url);
     ([(header::CONTENT_TYPE, "text/plain; charset=utf-8")], text).into_response()
 }
 

@@ -9,10 +9,10 @@
 //!   Every bound is checked before the input is read: 400 BAD_REQUEST.
 //! - Stills of an input up to 20 MB answer 200 with the render report; a
 //!   turntable, or an input above 20 MB, is a job (202).
-//! - Cost: 2 credits per started block of 6 stills (1-6: 2, 7-12: 4); a
-//!   turntable adds 2, so a turntable with up to 6 stills costs 4
-//!   (DESIGN.md "Render"). Charged once the input has loaded; a renderer
-//!   failure (502 RENDER_FAILED) or a server fault is refunded.
+//! - Cost: the price list's ([`super::prices`]): 2 credits per started
+//!   block of 6 stills (1-6: 2, 7-12: 4); a turntable adds 2, so a turntable
+//!   with up to 6 stills costs 4. Charged once the input has loaded; a
+//!   renderer failure (502 RENDER_FAILED) or a server fault is refunded.
 //! - The stills (PNG) and the GIF are stored for 30 days under signed URLs
 //!   (see [`super::media`]); the report is kept as `rnd_...` for
 //!   POST /v1/inspect's `render_id` and expires with them.
@@ -90,7 +90,7 @@ pub async fn render(
         let envelope = super::jobs::enqueue(&state, &caller, spec, loaded, webhook_url).await?;
         return Ok((StatusCode::ACCEPTED, axum::Json(envelope)).into_response());
     }
-    let meter = Meter::new(&state, &caller, params.cost(), "render", crate::store::random_id("rnd_", 24));
+    let meter = Meter::new(&state, &caller, params.call(), crate::store::random_id("rnd_", 24));
     let st = state.clone();
     let body = state
         .run_engine(move || {

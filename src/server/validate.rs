@@ -13,6 +13,7 @@ use super::error::{ApiError, ApiResult};
 use super::input::{Loaded, Source, check_webhook, json_response, load, max_bytes_for, read_form, sniff};
 use super::jobs;
 use super::metering::Meter;
+use super::prices::Call;
 use super::reports::store_report;
 use super::state::AppState;
 use super::work::{ValidateParams, Work};
@@ -135,16 +136,23 @@ pub async fn validate(
         let envelope = jobs::enqueue(&state, &caller, spec, loaded, webhook_url).await?;
         return Ok((StatusCode::ACCEPTED, axum::Json(envelope)).into_response());
     }
-    let report = run_sync(&state, &caller, params, loaded).await?;
+    let report = run_sync(&state, &caller, params.call(), params, loaded).await?;
     Ok(json_response(StatusCode::OK, report))
 }
 
-/// Runs a synchronous validation: charged in the gate, stored, refunded on
-/// a server fault. The whole of it runs on the engine pool, so a client
-/// that hangs up does not leave a charge without a stored report.
-pub async fn run_sync(state: &AppState, caller: &Caller, params: ValidateParams, loaded: Loaded) -> ApiResult<String> {
+/// Runs a synchronous validation priced as `call`: charged in the gate,
+/// stored, refunded on a server fault. The whole of it runs on the engine
+/// pool, so a client that hangs up does not leave a charge without a stored
+/// report.
+pub async fn run_sync(
+    state: &AppState,
+    caller: &Caller,
+    call: Call,
+    params: ValidateParams,
+    loaded: Loaded,
+) -> ApiResult<String> {
     let st = state.clone();
-    let meter = Meter::new(state, caller, params.cost(), "validate", crate::store::random_id("rpt_", 24));
+    let meter = Meter::new(state, caller, call, crate::store::random_id("rpt_", 24));
     let out = state
         .run_engine(move || {
             let Loaded { bytes, filename: _, blob } = loaded;

@@ -5,6 +5,7 @@
 
 use super::clock::rfc3339;
 use super::media::{self, Owner};
+use super::prices::Call;
 use super::reports::store_report;
 use super::state::AppState;
 use crate::engine::{Options, RenderJob};
@@ -36,12 +37,9 @@ pub struct ValidateParams {
 }
 
 impl ValidateParams {
-    /// The credits a validation costs: 1 checks_only, 2 full (the renderer runs).
-    pub fn cost(&self) -> i64 {
-        match self.mode {
-            Mode::ChecksOnly => 1,
-            Mode::Full => 2,
-        }
+    /// What the price list charges for it (by mode: the renderer runs in full).
+    pub fn call(&self) -> Call {
+        Call::Validate { mode: self.mode }
     }
 
     /// Engine options (BAD_REQUEST on an unknown profile or override key).
@@ -88,10 +86,9 @@ pub struct RenderParams {
 }
 
 impl RenderParams {
-    /// Credits: 2 per started block of 6 stills, plus 2 for a turntable.
-    pub fn cost(&self) -> i64 {
-        let blocks = self.angles.len().div_ceil(6).max(1) as i64;
-        2 * blocks + if self.turntable.is_some() { 2 } else { 0 }
+    /// What the price list charges for it (by stills and turntable).
+    pub fn call(&self) -> Call {
+        Call::Render { stills: self.angles.len(), turntable: self.turntable.is_some() }
     }
 
     /// The engine's request (BAD_REQUEST when a bound is broken).
@@ -125,11 +122,11 @@ impl Work {
         }
     }
 
-    /// Credits the work costs (charged when a job is queued).
-    pub fn cost(&self) -> i64 {
+    /// What the price list charges for the work (when a job is queued).
+    pub fn call(&self) -> Call {
         match self {
-            Work::Validate(p) => p.cost(),
-            Work::Render(p) => p.cost(),
+            Work::Validate(p) => p.call(),
+            Work::Render(p) => p.call(),
         }
     }
 
@@ -140,7 +137,7 @@ impl Work {
             Work::Render(p) => serde_json::to_string(p),
         }
         .map_err(|e| Error::internal(e.to_string()))?;
-        Ok(JobSpec { kind: self.kind(), params, cost: self.cost() })
+        Ok(JobSpec { kind: self.kind(), params, cost: self.call().credits() })
     }
 
     /// The work a stored job names.

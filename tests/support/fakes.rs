@@ -1,10 +1,10 @@
 //! Loopback stand-ins for the services a test or benchmark needs on the
 //! other end of a connection: a webhook receiver and a file host. Each is a
-//! real HTTP server (axum) on 127.0.0.1, port 0. The integration tests use
-//! this module (`tests/tests.rs`); benchmarks include it with
-//! `#[path = "../tests/fakes.rs"] mod fakes;`. The payment provider's fake
-//! lives in tests/billing.rs and the vision provider's in tests/vision.rs,
-//! the one place each is used.
+//! real HTTP server (axum) on 127.0.0.1, port 0. Part of the test support
+//! (`tests/support/mod.rs`, built with the `serve` feature) that the tests
+//! and the benchmarks share. The payment provider's fake lives in
+//! tests/billing.rs and the vision provider's in tests/vision.rs, the one
+//! place each is used.
 
 use axum::Router;
 use axum::http::{HeaderMap, StatusCode};

@@ -1,5 +1,6 @@
-//! Helpers shared by the integration tests: the built binary, the shared
-//! asset corpus, running the engine on bytes, and the report schema.
+//! Helpers shared by the integration tests and the benchmarks: the built
+//! binary, the shared asset corpus, running the engine on bytes, and the
+//! report schema.
 
 #![allow(dead_code)]
 
@@ -25,9 +26,13 @@ pub fn model(rel: &str) -> PathBuf {
     assets().join("models").join(rel)
 }
 
-/// A command for the built binary.
+/// A command for the built binary (Cargo names it to integration tests and
+/// benchmarks, not to the example that includes this module too).
 pub fn bin() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_meshcheck"));
+    let Some(exe) = option_env!("CARGO_BIN_EXE_meshcheck") else {
+        panic!("the meshcheck binary is named to integration tests and benchmarks only");
+    };
+    let mut c = Command::new(exe);
     c.env_remove("NO_COLOR");
     c
 }
