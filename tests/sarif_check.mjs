@@ -65,6 +65,10 @@ const env = {
   DOTNET_SYSTEM_GLOBALIZATION_INVARIANT: '1',
   DOTNET_CLI_TELEMETRY_OPTOUT: '1',
 };
+// meshcheck runs in the corpus folder: point it at this checkout's validator.
+if (!env.MESHCHECK_GLTF_VALIDATOR && fs.existsSync(path.join(REPO, 'node_modules', 'gltf-validator'))) {
+  env.MESHCHECK_GLTF_VALIDATOR = path.join(REPO, 'node_modules', 'gltf-validator');
+}
 
 function meshcheck(args, cwd = opts.assets) {
   const r = spawnSync(opts.meshcheck, ['validate', ...args], { cwd, env, encoding: 'utf8', maxBuffer: 256 << 20 });
