@@ -148,9 +148,11 @@ impl<'a> Run<'a> {
         }
     }
 
-    /// The findings of one file.
+    /// The findings of one file (they are in file order).
     pub fn of_file(&self, file: usize) -> impl Iterator<Item = &Finding> {
-        self.findings.iter().filter(move |f| f.file == file)
+        let start = self.findings.partition_point(|f| f.file < file);
+        let end = self.findings.partition_point(|f| f.file <= file);
+        self.findings[start..end].iter()
     }
 
     /// The finding of check `id` in `file`, when the check did not pass.
@@ -192,7 +194,11 @@ impl<'a> Run<'a> {
     /// (file, rule) for every rule all of whose findings in that file the
     /// baseline accepted: what the table marks `(baseline)`.
     pub fn accepted_rules(&self) -> std::collections::BTreeSet<(usize, String)> {
-        self.findings.iter().filter(|f| self.all_accepted(f.file, &f.rule)).map(|f| (f.file, f.rule.clone())).collect()
+        let mut all: std::collections::BTreeMap<(usize, &str), bool> = std::collections::BTreeMap::new();
+        for f in &self.findings {
+            *all.entry((f.file, f.rule.as_str())).or_insert(true) &= f.accepted();
+        }
+        all.into_iter().filter(|(_, accepted)| *accepted).map(|((file, rule), _)| (file, rule.to_string())).collect()
     }
 
     /// How many findings the baseline accepted, and how many are new.
