@@ -47,6 +47,8 @@ Register-ArgumentCompleter -Native -CommandName 'meshcheck' -ScriptBlock {
             [CompletionResult]::new('--only', '--only', [CompletionResultType]::ParameterName, 'Run only these checks or families (IDs such as PERF-001, or PERF, or performance)')
             [CompletionResult]::new('--skip', '--skip', [CompletionResultType]::ParameterName, 'Skip these checks or families; they report `skipped` ("not selected")')
             [CompletionResult]::new('--fail-on', '--fail-on', [CompletionResultType]::ParameterName, 'Exit 1 on this verdict or worse')
+            [CompletionResult]::new('--baseline', '--baseline', [CompletionResultType]::ParameterName, 'Findings recorded in FILE (by --write-baseline) are accepted: still reported and marked, they no longer fail the run; new ones do')
+            [CompletionResult]::new('--write-baseline', '--write-baseline', [CompletionResultType]::ParameterName, 'Record this run''s findings in FILE as the accepted baseline (exit 0 unless --baseline is given too)')
             [CompletionResult]::new('--mode', '--mode', [CompletionResultType]::ParameterName, 'checks_only, or full (needs the renderer)')
             [CompletionResult]::new('--validator-timeout', '--validator-timeout', [CompletionResultType]::ParameterName, 'Seconds the glTF-Validator may spend on one file before SPEC-001 is skipped with "validator timed out"')
             [CompletionResult]::new('-j', '-j', [CompletionResultType]::ParameterName, 'Files validated in parallel [default: all cores]')

@@ -793,14 +793,14 @@ _meshcheck() {
             return 0
             ;;
         meshcheck__subcmd__validate)
-            opts="-j -h -V --format --output-dir --profile --override --weld-tolerance --only --skip --fail-on --mode --validator-timeout --jobs --screenshots --watermark --help --version"
+            opts="-j -h -V --format --output-dir --profile --override --weld-tolerance --only --skip --fail-on --baseline --write-baseline --mode --validator-timeout --jobs --screenshots --watermark --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
                 --format)
-                    COMPREPLY=($(compgen -W "table json junit" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table json junit sarif github gitlab markdown" -- "${cur}"))
                     return 0
                     ;;
                 --output-dir)
@@ -829,6 +829,14 @@ _meshcheck() {
                     ;;
                 --fail-on)
                     COMPREPLY=($(compgen -W "fail warn" -- "${cur}"))
+                    return 0
+                    ;;
+                --baseline)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --write-baseline)
+                    COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 --mode)

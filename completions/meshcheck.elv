@@ -43,6 +43,8 @@ set edit:completion:arg-completer[meshcheck] = {|@words|
             cand --only 'Run only these checks or families (IDs such as PERF-001, or PERF, or performance)'
             cand --skip 'Skip these checks or families; they report `skipped` ("not selected")'
             cand --fail-on 'Exit 1 on this verdict or worse'
+            cand --baseline 'Findings recorded in FILE (by --write-baseline) are accepted: still reported and marked, they no longer fail the run; new ones do'
+            cand --write-baseline 'Record this run''s findings in FILE as the accepted baseline (exit 0 unless --baseline is given too)'
             cand --mode 'checks_only, or full (needs the renderer)'
             cand --validator-timeout 'Seconds the glTF-Validator may spend on one file before SPEC-001 is skipped with "validator timed out"'
             cand -j 'Files validated in parallel [default: all cores]'

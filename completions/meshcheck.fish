@@ -39,7 +39,11 @@ complete -c meshcheck -n "__fish_meshcheck_needs_command" -f -a "render-worker" 
 complete -c meshcheck -n "__fish_meshcheck_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c meshcheck -n "__fish_meshcheck_using_subcommand validate" -l format -d 'Output format [default: table on a terminal, json otherwise]' -r -f -a "table\t'A table per file, with a summary for folder runs (default on a terminal)'
 json\t'The report JSON, exactly as the service returns it (default otherwise)'
-junit\t'JUnit XML: one testcase per check per file'"
+junit\t'JUnit XML: one testcase per check per file'
+sarif\t'SARIF 2.1.0: a rule per check, a result per finding (GitHub code scanning)'
+github\t'GitHub Actions workflow commands (annotations), and a job summary in $GITHUB_STEP_SUMMARY when it is set'
+gitlab\t'GitLab Code Quality JSON'
+markdown\t'Markdown for a pull-request comment: verdicts, measured vs threshold'"
 complete -c meshcheck -n "__fish_meshcheck_using_subcommand validate" -l output-dir -d 'Also write one NAME.report.json per input into DIR (mirroring subfolders)' -r -F
 complete -c meshcheck -n "__fish_meshcheck_using_subcommand validate" -l profile -d 'Budget profile: web, mobile, pc, hero, or a path to a .toml file' -r
 complete -c meshcheck -n "__fish_meshcheck_using_subcommand validate" -l override -d 'Replace one budget (repeatable): max_tris, max_verts, max_texture_dim, max_texture_mem, max_materials, max_draw_calls, max_file_bytes, min_extent, max_extent' -r
@@ -48,6 +52,8 @@ complete -c meshcheck -n "__fish_meshcheck_using_subcommand validate" -l only -d
 complete -c meshcheck -n "__fish_meshcheck_using_subcommand validate" -l skip -d 'Skip these checks or families; they report `skipped` ("not selected")' -r
 complete -c meshcheck -n "__fish_meshcheck_using_subcommand validate" -l fail-on -d 'Exit 1 on this verdict or worse' -r -f -a "fail\t'Exit 1 when a report\'s verdict is fail (the default)'
 warn\t'Exit 1 when a report\'s verdict is warn or fail'"
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand validate" -l baseline -d 'Findings recorded in FILE (by --write-baseline) are accepted: still reported and marked, they no longer fail the run; new ones do' -r -F
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand validate" -l write-baseline -d 'Record this run\'s findings in FILE as the accepted baseline (exit 0 unless --baseline is given too)' -r -F
 complete -c meshcheck -n "__fish_meshcheck_using_subcommand validate" -l mode -d 'checks_only, or full (needs the renderer)' -r -f -a "checks_only\t'Measurements only; RND checks are skipped'
 full\t'Measurements plus the renderer'"
 complete -c meshcheck -n "__fish_meshcheck_using_subcommand validate" -l validator-timeout -d 'Seconds the glTF-Validator may spend on one file before SPEC-001 is skipped with "validator timed out"' -r

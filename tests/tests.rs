@@ -9,6 +9,7 @@ mod architecture;
 #[cfg(feature = "serve")]
 mod billing;
 mod checks;
+mod ci_formats;
 mod cli;
 mod corpus;
 #[cfg(feature = "serve")]

@@ -26,7 +26,8 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Validate assets (files or folders) and print their reports.
-    Validate(validate::ValidateArgs),
+    // Boxed: its many flags would make every `Command` as large as it.
+    Validate(Box<validate::ValidateArgs>),
     /// List the check catalog with the thresholds of a profile.
     Checks(catalog_cmd::ChecksArgs),
     /// Show the built-in budget profiles side by side.

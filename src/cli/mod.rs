@@ -3,18 +3,25 @@
 //! Subcommands live one per file with their arguments; the top-level
 //! grammar is `args.rs`, errors on the terminal `diag.rs`, output formats
 //! (table, JSON, JUnit) `output.rs`, the generated files (completions, man
-//! pages, schemas, docs/checks.md) `generate.rs`.
+//! pages, schemas, docs/checks.md) `generate.rs`. The CI formats speak of
+//! findings (`findings.rs`), one file each: `sarif.rs`, `annotations.rs`
+//! (GitHub), `gitlab.rs`, `markdown.rs`; `baseline.rs` accepts findings.
 
+pub mod annotations;
 pub mod args;
+pub mod baseline;
 pub mod catalog_cmd;
 pub mod diag;
 pub mod findings;
 pub mod generate;
+pub mod gitlab;
 #[cfg(all(feature = "render", feature = "vision"))]
 pub mod inspect_cmd;
+pub mod markdown;
 pub mod output;
 #[cfg(feature = "render")]
 pub mod render_cmd;
+pub mod sarif;
 #[cfg(feature = "serve")]
 pub mod serve_cmd;
 pub mod validate;
@@ -35,7 +42,7 @@ pub fn main() -> i32 {
         }
     };
     let result = match cli.command {
-        Command::Validate(args) => validate::run(args),
+        Command::Validate(args) => validate::run(*args),
         Command::Checks(args) => catalog_cmd::checks(args),
         Command::Profiles(args) => catalog_cmd::profiles(args),
         #[cfg(feature = "render")]

@@ -4,6 +4,7 @@
 use crate::error::Result;
 use crate::report::{Report, Status, Verdict};
 use comfy_table::{Cell, Color, ContentArrangement, Table, presets::UTF8_FULL_CONDENSED};
+use std::collections::BTreeSet;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
@@ -145,8 +146,9 @@ pub fn junit(outcomes: &[FileResult]) -> String {
     s
 }
 
-fn status_cell(status: Status, colour: bool) -> Cell {
-    let cell = Cell::new(status.as_str().to_uppercase());
+fn status_cell(status: Status, colour: bool, accepted: bool) -> Cell {
+    let word = status.as_str().to_uppercase();
+    let cell = Cell::new(if accepted { format!("{word} (baseline)") } else { word });
     if !colour {
         return cell;
     }
@@ -184,8 +186,15 @@ fn new_table(colour: bool) -> Table {
 /// message that states measured against threshold), then for several files
 /// a summary of every file and the list of those that failed.
 pub fn table(outcomes: &[FileResult], colour: bool) -> String {
+    table_marked(outcomes, colour, &BTreeSet::new())
+}
+
+/// [`table`], with the checks (and error codes) a baseline accepted marked
+/// `(baseline)`: `accepted` holds (index of the file, check ID or error code).
+pub fn table_marked(outcomes: &[FileResult], colour: bool, accepted: &BTreeSet<(usize, String)>) -> String {
+    let is_accepted = |file: usize, rule: &str| accepted.contains(&(file, rule.to_string()));
     let mut s = String::new();
-    for o in outcomes {
+    for (file, o) in outcomes.iter().enumerate() {
         match &o.result {
             Ok(r) => {
                 s.push_str(&format!(
@@ -204,7 +213,7 @@ pub fn table(outcomes: &[FileResult], colour: bool) -> String {
                         Cell::new(&c.id),
                         Cell::new(&c.name),
                         Cell::new(c.severity.as_str()),
-                        status_cell(c.status, colour),
+                        status_cell(c.status, colour, is_accepted(file, &c.id)),
                         Cell::new(&c.message),
                     ]);
                 }
@@ -212,9 +221,10 @@ pub fn table(outcomes: &[FileResult], colour: bool) -> String {
                 s.push_str("\n\n");
             }
             Err(e) => s.push_str(&format!(
-                "{}  {}  {}: {}\n\n",
+                "{}  {}{}  {}: {}\n\n",
                 o.job.display,
                 if colour { "\x1b[1;31mERROR\x1b[0m" } else { "ERROR" },
+                if is_accepted(file, e.code.as_str()) { " (baseline)" } else { "" },
                 e.code,
                 e.message
             )),

@@ -4,9 +4,10 @@
 //! by path, so output order never depends on scheduling; `-j N` sets the
 //! number of files validated at once (all cores by default).
 
-use super::diag;
+use super::baseline::{self, Baseline};
 use super::output::{self, FileResult, Job};
 use super::values::positive_seconds;
+use super::{annotations, diag, findings, gitlab, markdown, sarif};
 use crate::asset::Input;
 use crate::engine::{self, Options, Selection};
 use crate::error::{Error, Result};
@@ -25,6 +26,15 @@ pub enum Format {
     Json,
     /// JUnit XML: one testcase per check per file.
     Junit,
+    /// SARIF 2.1.0: a rule per check, a result per finding (GitHub code scanning).
+    Sarif,
+    /// GitHub Actions workflow commands (annotations), and a job summary in
+    /// $GITHUB_STEP_SUMMARY when it is set.
+    Github,
+    /// GitLab Code Quality JSON.
+    Gitlab,
+    /// Markdown for a pull-request comment: verdicts, measured vs threshold.
+    Markdown,
 }
 
 /// Modes, as on the API.
@@ -81,6 +91,14 @@ pub struct ValidateArgs {
     /// Exit 1 on this verdict or worse.
     #[arg(long, value_enum, default_value = "fail", value_name = "LEVEL")]
     pub fail_on: FailOn,
+    /// Findings recorded in FILE (by --write-baseline) are accepted: still
+    /// reported and marked, they no longer fail the run; new ones do.
+    #[arg(long, value_name = "FILE")]
+    pub baseline: Option<PathBuf>,
+    /// Record this run's findings in FILE as the accepted baseline (exit 0
+    /// unless --baseline is given too).
+    #[arg(long, value_name = "FILE")]
+    pub write_baseline: Option<PathBuf>,
     /// checks_only, or full (needs the renderer).
     #[arg(long, value_enum, default_value = "checks_only")]
     pub mode: ModeArg,
@@ -287,6 +305,7 @@ pub fn exit_code(outcome: &FileResult, fail_on: FailOn) -> i32 {
 pub fn run(args: ValidateArgs) -> Result<i32> {
     #[allow(unused_mut)]
     let mut opts = options(&args)?;
+    let accepted = args.baseline.as_deref().map(|p| Baseline::read(p).map(|b| (p, b))).transpose()?;
     let (jobs, folder) = collect(&args.paths)?;
     #[cfg(feature = "render")]
     if opts.renders() {
@@ -345,11 +364,51 @@ pub fn run(args: ValidateArgs) -> Result<i32> {
         output::write_reports(dir, &outcomes)?;
     }
     let single = outcomes.len() == 1 && !folder;
+    let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
+    let mut found = findings::Run::new(&outcomes, &cwd);
+    if let Some((path, b)) = &accepted {
+        baseline::apply(&mut found, b, &path.display().to_string());
+    }
+    if let Some(path) = &args.write_baseline {
+        Baseline::of(&found.findings).write(path)?;
+    }
     let text = match format {
         Format::Json => output::json(&outcomes, single),
         Format::Junit => output::junit(&outcomes),
-        Format::Table => output::table(&outcomes, diag::colour_on(stdout_tty)),
+        Format::Table => {
+            let mut t = output::table_marked(&outcomes, diag::colour_on(stdout_tty), &found.accepted_rules());
+            if let Some(name) = &found.baseline {
+                let (accepted, new) = found.baseline_counts();
+                t.push_str(&format!("Baseline {name}: {accepted} findings accepted, {new} new\n"));
+            }
+            t
+        }
+        Format::Sarif => sarif::sarif(&found),
+        Format::Github => {
+            append_job_summary(&found)?;
+            annotations::github(&found)
+        }
+        Format::Gitlab => gitlab::gitlab(&found),
+        Format::Markdown => markdown::markdown(&found),
     };
     output::emit(&text);
-    Ok(outcomes.iter().map(|o| exit_code(o, args.fail_on)).max().unwrap_or(0))
+    let warn_fails = args.fail_on == FailOn::Warn;
+    Ok(if found.baseline.is_some() {
+        baseline::exit_code(&found, warn_fails)
+    } else if args.write_baseline.is_some() {
+        // Writing a baseline accepts everything it records.
+        0
+    } else {
+        outcomes.iter().map(|o| exit_code(o, args.fail_on)).max().unwrap_or(0)
+    })
+}
+
+/// With `--format github` in a GitHub Actions job: appends the Markdown job
+/// summary to the file `$GITHUB_STEP_SUMMARY` names, when it is set.
+fn append_job_summary(run: &findings::Run<'_>) -> Result<()> {
+    let Some(path) = std::env::var_os("GITHUB_STEP_SUMMARY").filter(|p| !p.is_empty()) else { return Ok(()) };
+    let path = PathBuf::from(path);
+    let fail = |e: std::io::Error| Error::bad_request(format!("cannot write the job summary {}: {e}", path.display()));
+    let mut file = std::fs::OpenOptions::new().create(true).append(true).open(&path).map_err(fail)?;
+    std::io::Write::write_all(&mut file, markdown::job_summary(run).as_bytes()).map_err(fail)
 }
