@@ -12,6 +12,7 @@ mod checks;
 mod ci_formats;
 mod cli;
 mod corpus;
+mod distribution;
 #[cfg(feature = "serve")]
 mod faults;
 mod generated;
