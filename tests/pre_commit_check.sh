@@ -11,6 +11,8 @@ here="$(cd "$(dirname "$0")/.." && pwd)"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 export PATH="$bin_dir:$PATH"
+# SPEC-001 runs the validator this checkout installed (npm ci).
+export MESHCHECK_GLTF_VALIDATOR="$here/node_modules/gltf-validator"
 cd "$work"
 git init -q .
 git config user.email ci@example.invalid
@@ -21,8 +23,11 @@ cp "$here/../shared/assets/models/khronos-sample-models/FlightHelmet.zip" heavy.
 git add good.glb
 "$python" -m pre_commit try-repo "$here" meshcheck --files good.glb
 git add heavy.zip
-if "$python" -m pre_commit try-repo "$here" meshcheck --files heavy.zip; then
+if "$python" -m pre_commit try-repo "$here" meshcheck --files heavy.zip > failing.log 2>&1; then
+  cat failing.log
   echo "the hook passed an asset that fails its budget" >&2
   exit 1
 fi
+cat failing.log
+grep -q 'exit code: 1$' failing.log || { echo "the hook failed, but not on the verdict (exit 1)" >&2; exit 1; }
 echo "pre-commit hook: ok"
