@@ -224,11 +224,15 @@ fn handshake_lists_the_tools_with_their_input_schemas() {
         assert!(validate["properties"][key].is_object(), "validate takes {key}");
     }
     assert_eq!(schema_of("checks")["properties"]["profile"]["type"], json!(["string", "null"]));
-    if cfg!(feature = "render") {
+    #[cfg(feature = "render")]
+    {
         let render = schema_of("render");
         for key in ["path", "angles", "size", "background", "turntable", "out_dir", "images"] {
             assert!(render["properties"][key].is_object(), "render takes {key}");
         }
+        // The documented default size is the renderer's.
+        let size = render["properties"]["size"]["description"].as_str().unwrap();
+        assert!(size.contains(&format!("[default: {}]", meshcheck::render::DEFAULT_SIZE)), "{size}");
     }
     assert!(client.close().success());
 }
@@ -426,6 +430,7 @@ fn render_answers_png_stills_and_a_turntable() {
     let result = client.call("render", json!({"path": path("khronos-sample-models/Box.glb"), "images": false}));
     let (report, _) = answer(&result);
     assert_eq!(report["stats"]["views"], 6);
+    assert_eq!(report["options"]["size"], meshcheck::render::DEFAULT_SIZE);
     assert_eq!(result["content"].as_array().unwrap().len(), 1);
     let error = tool_error(&client.call("render", json!({"path": path("khronos-sample-models/Box.glb"), "size": 64})));
     assert_eq!(error["code"], "BAD_REQUEST");

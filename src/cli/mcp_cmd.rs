@@ -396,7 +396,7 @@ pub struct RenderInput {
     /// top, three_quarter].
     #[serde(default)]
     pub angles: Option<Vec<crate::render::Angle>>,
-    /// Width and height of each still in pixels, 128 to 1024 [default: 512].
+    /// Width and height of each still in pixels, 128 to 1024 [default: 1024].
     #[serde(default)]
     pub size: Option<u32>,
     /// Background: "#RRGGBB" or "transparent" [default: "#F2F2F2"].
