@@ -6,6 +6,7 @@
 
 use crate::util::{self, model};
 use serde_json::{Value, json};
+use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
@@ -26,6 +27,8 @@ struct Client {
     lines: Receiver<String>,
     stderr: Arc<Mutex<String>>,
     next_id: u64,
+    /// Responses read while waiting for another, by id.
+    early: HashMap<u64, Value>,
 }
 
 impl Client {
@@ -69,7 +72,7 @@ impl Client {
                 line.clear();
             }
         });
-        Client { child, stdin, lines, stderr, next_id: 1 }
+        Client { child, stdin, lines, stderr, next_id: 1, early: HashMap::new() }
     }
 
     fn send(&mut self, message: &Value) {
@@ -78,32 +81,49 @@ impl Client {
         stdin.flush().unwrap();
     }
 
-    /// Sends a request and returns its response (notifications in between
-    /// are passed over).
-    fn request(&mut self, method: &str, params: Value) -> Value {
+    /// Sends a request and returns its id.
+    fn send_request(&mut self, method: &str, params: Value) -> u64 {
         let id = self.next_id;
         self.next_id += 1;
         self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        id
+    }
+
+    /// The response to request `id` (notifications are passed over, and
+    /// responses to other requests kept for later).
+    fn response(&mut self, id: u64) -> Value {
         let deadline = Instant::now() + ANSWER_WITHIN;
         loop {
+            if let Some(message) = self.early.remove(&id) {
+                return message;
+            }
             let left = deadline.saturating_duration_since(Instant::now());
             let line = match self.lines.recv_timeout(left) {
                 Ok(line) => line,
                 Err(RecvTimeoutError::Timeout) => {
-                    panic!("no answer to {method} within {ANSWER_WITHIN:?}; stderr:\n{}", self.stderr.lock().unwrap())
+                    panic!(
+                        "no answer to request {id} within {ANSWER_WITHIN:?}; stderr:\n{}",
+                        self.stderr.lock().unwrap()
+                    )
                 }
                 Err(RecvTimeoutError::Disconnected) => {
-                    panic!("the server closed stdout during {method}; stderr:\n{}", self.stderr.lock().unwrap())
+                    panic!("the server closed stdout before answering {id}; stderr:\n{}", self.stderr.lock().unwrap())
                 }
             };
             let message: Value = serde_json::from_str(&line)
                 .unwrap_or_else(|e| panic!("stdout carries only JSON-RPC messages ({e}): {line}"));
             assert_eq!(message["jsonrpc"], "2.0", "{message}");
-            if message["id"] == json!(id) {
-                return message;
+            if let Some(other) = message.get("id").and_then(Value::as_u64) {
+                assert!(other < self.next_id, "an answer to a request never sent: {message}");
+                self.early.insert(other, message);
             }
-            assert!(message.get("id").is_none(), "an answer to a request never sent: {message}");
         }
+    }
+
+    /// Sends a request and returns its response.
+    fn request(&mut self, method: &str, params: Value) -> Value {
+        let id = self.send_request(method, params);
+        self.response(id)
     }
 
     fn initialize(&mut self) -> Value {
@@ -364,9 +384,18 @@ fn errors_are_tool_errors_and_the_server_keeps_running() {
     let response = client.request("tools/call", json!({"name": "compare", "arguments": {}}));
     assert!(response["error"]["code"].is_i64(), "{response}");
 
-    // Still serving.
-    let (structured, _) = answer(&client.call("validate", json!({"path": box_glb})));
-    assert_eq!(structured["input"]["filename"], "Box.glb");
+    // Still serving; calls sent before any answer is read (as clients
+    // pipeline them) are each answered under their own id.
+    let fox = path("khronos-sample-models/Fox.glb");
+    let ids = [
+        client.send_request("tools/call", json!({"name": "validate", "arguments": {"path": fox}})),
+        client.send_request("tools/call", json!({"name": "checks", "arguments": {}})),
+        client.send_request("tools/call", json!({"name": "validate", "arguments": {"path": box_glb}})),
+    ];
+    let answers: Vec<Value> = ids.iter().map(|id| client.response(*id)["result"].clone()).collect();
+    assert_eq!(answer(&answers[0]).0["input"]["filename"], "Fox.glb");
+    assert!(answer(&answers[1]).0["checks"].is_array());
+    assert_eq!(answer(&answers[2]).0["input"]["filename"], "Box.glb");
     assert!(client.close().success());
 }
 

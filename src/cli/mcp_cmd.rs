@@ -5,11 +5,11 @@
 //!   `render` with the renderer, `inspect` with the renderer and the vision
 //!   client. docs/mcp.md documents their inputs and outputs.
 //! - A tool's input is one struct (its JSON Schema comes from schemars) and
-//!   its work one blocking function from that struct to an [`Answer`]: the
+//!   its work one blocking function from that struct to an `Answer`: the
 //!   JSON exactly as the matching CLI command prints it (as text; as
 //!   structured content always an object, so an array is wrapped) and any
 //!   images. Adding a tool is an input struct, a work function and a
-//!   three-line `#[tool]` method that hands both to [`Server::run`].
+//!   three-line `#[tool]` method that hands both to `Server::run`.
 //! - The work runs on tokio's blocking threads, never on the protocol's. An
 //!   error of the work (an unreadable file, an unknown profile, a bad
 //!   argument) is a tool error, `isError: true`, carrying the
