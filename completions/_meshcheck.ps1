@@ -33,6 +33,7 @@ Register-ArgumentCompleter -Native -CommandName 'meshcheck' -ScriptBlock {
             [CompletionResult]::new('serve', 'serve', [CompletionResultType]::ParameterValue, 'Run the /v1 HTTP API (accounts, credits, uploads, jobs, webhooks)')
             [CompletionResult]::new('accounts', 'accounts', [CompletionResultType]::ParameterValue, 'Create and list service accounts (in the server''s data folder)')
             [CompletionResult]::new('keys', 'keys', [CompletionResultType]::ParameterValue, 'Create and revoke API keys of service accounts')
+            [CompletionResult]::new('mcp', 'mcp', [CompletionResultType]::ParameterValue, 'Serve meshcheck''s tools to agents over MCP on stdio (docs/mcp.md)')
             [CompletionResult]::new('generate', 'generate', [CompletionResultType]::ParameterValue, 'Regenerate completions, man pages, schemas and docs/checks.md (for maintainers)')
             [CompletionResult]::new('render-worker', 'render-worker', [CompletionResultType]::ParameterValue, 'Draw stills over stdin and stdout (started by `meshcheck serve`, and by `meshcheck validate --mode full` for more than one file)')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
@@ -209,6 +210,14 @@ Register-ArgumentCompleter -Native -CommandName 'meshcheck' -ScriptBlock {
         'meshcheck;keys;help;help' {
             break
         }
+        'meshcheck;mcp' {
+            [CompletionResult]::new('--dir', '--dir', [CompletionResultType]::ParameterName, 'Folder that relative paths in tool calls resolve against [default: the current directory]')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
         'meshcheck;generate' {
             [CompletionResult]::new('--dir', '--dir', [CompletionResultType]::ParameterName, 'The repository root to write into')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
@@ -233,6 +242,7 @@ Register-ArgumentCompleter -Native -CommandName 'meshcheck' -ScriptBlock {
             [CompletionResult]::new('serve', 'serve', [CompletionResultType]::ParameterValue, 'Run the /v1 HTTP API (accounts, credits, uploads, jobs, webhooks)')
             [CompletionResult]::new('accounts', 'accounts', [CompletionResultType]::ParameterValue, 'Create and list service accounts (in the server''s data folder)')
             [CompletionResult]::new('keys', 'keys', [CompletionResultType]::ParameterValue, 'Create and revoke API keys of service accounts')
+            [CompletionResult]::new('mcp', 'mcp', [CompletionResultType]::ParameterValue, 'Serve meshcheck''s tools to agents over MCP on stdio (docs/mcp.md)')
             [CompletionResult]::new('generate', 'generate', [CompletionResultType]::ParameterValue, 'Regenerate completions, man pages, schemas and docs/checks.md (for maintainers)')
             [CompletionResult]::new('render-worker', 'render-worker', [CompletionResultType]::ParameterValue, 'Draw stills over stdin and stdout (started by `meshcheck serve`, and by `meshcheck validate --mode full` for more than one file)')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
@@ -276,6 +286,9 @@ Register-ArgumentCompleter -Native -CommandName 'meshcheck' -ScriptBlock {
             break
         }
         'meshcheck;help;keys;revoke' {
+            break
+        }
+        'meshcheck;help;mcp' {
             break
         }
         'meshcheck;help;generate' {

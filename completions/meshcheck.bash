@@ -34,6 +34,9 @@ _meshcheck() {
             meshcheck,keys)
                 cmd="meshcheck__subcmd__keys"
                 ;;
+            meshcheck,mcp)
+                cmd="meshcheck__subcmd__mcp"
+                ;;
             meshcheck,profiles)
                 cmd="meshcheck__subcmd__profiles"
                 ;;
@@ -84,6 +87,9 @@ _meshcheck() {
                 ;;
             meshcheck__subcmd__help,keys)
                 cmd="meshcheck__subcmd__help__subcmd__keys"
+                ;;
+            meshcheck__subcmd__help,mcp)
+                cmd="meshcheck__subcmd__help__subcmd__mcp"
                 ;;
             meshcheck__subcmd__help,profiles)
                 cmd="meshcheck__subcmd__help__subcmd__profiles"
@@ -137,7 +143,7 @@ _meshcheck() {
 
     case "${cmd}" in
         meshcheck)
-            opts="-h -V --help --version validate checks profiles render inspect serve accounts keys generate render-worker help"
+            opts="-h -V --help --version validate checks profiles render inspect serve accounts keys mcp generate render-worker help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -309,7 +315,7 @@ _meshcheck() {
             return 0
             ;;
         meshcheck__subcmd__help)
-            opts="validate checks profiles render inspect serve accounts keys generate render-worker help"
+            opts="validate checks profiles render inspect serve accounts keys mcp generate render-worker help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -451,6 +457,20 @@ _meshcheck() {
         meshcheck__subcmd__help__subcmd__keys__subcmd__revoke)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        meshcheck__subcmd__help__subcmd__mcp)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
@@ -670,6 +690,24 @@ _meshcheck() {
             fi
             case "${prev}" in
                 --data-dir)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        meshcheck__subcmd__mcp)
+            opts="-h -V --dir --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --dir)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

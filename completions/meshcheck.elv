@@ -30,6 +30,7 @@ set edit:completion:arg-completer[meshcheck] = {|@words|
             cand serve 'Run the /v1 HTTP API (accounts, credits, uploads, jobs, webhooks)'
             cand accounts 'Create and list service accounts (in the server''s data folder)'
             cand keys 'Create and revoke API keys of service accounts'
+            cand mcp 'Serve meshcheck''s tools to agents over MCP on stdio (docs/mcp.md)'
             cand generate 'Regenerate completions, man pages, schemas and docs/checks.md (for maintainers)'
             cand render-worker 'Draw stills over stdin and stdout (started by `meshcheck serve`, and by `meshcheck validate --mode full` for more than one file)'
             cand help 'Print this message or the help of the given subcommand(s)'
@@ -185,6 +186,13 @@ set edit:completion:arg-completer[meshcheck] = {|@words|
         }
         &'meshcheck;keys;help;help'= {
         }
+        &'meshcheck;mcp'= {
+            cand --dir 'Folder that relative paths in tool calls resolve against [default: the current directory]'
+            cand -h 'Print help'
+            cand --help 'Print help'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
         &'meshcheck;generate'= {
             cand --dir 'The repository root to write into'
             cand -h 'Print help'
@@ -207,6 +215,7 @@ set edit:completion:arg-completer[meshcheck] = {|@words|
             cand serve 'Run the /v1 HTTP API (accounts, credits, uploads, jobs, webhooks)'
             cand accounts 'Create and list service accounts (in the server''s data folder)'
             cand keys 'Create and revoke API keys of service accounts'
+            cand mcp 'Serve meshcheck''s tools to agents over MCP on stdio (docs/mcp.md)'
             cand generate 'Regenerate completions, man pages, schemas and docs/checks.md (for maintainers)'
             cand render-worker 'Draw stills over stdin and stdout (started by `meshcheck serve`, and by `meshcheck validate --mode full` for more than one file)'
             cand help 'Print this message or the help of the given subcommand(s)'
@@ -238,6 +247,8 @@ set edit:completion:arg-completer[meshcheck] = {|@words|
         &'meshcheck;help;keys;create'= {
         }
         &'meshcheck;help;keys;revoke'= {
+        }
+        &'meshcheck;help;mcp'= {
         }
         &'meshcheck;help;generate'= {
         }

@@ -11,8 +11,9 @@
 //! - [`report`] and [`profile`] define the report card and the budgets.
 //! - [`server`] is `meshcheck serve`, the /v1 HTTP API; [`store`] its storage.
 //!
-//! Features: `render` (wgpu), `vision` (HTTP to a vision model) and `serve`
-//! (axum, tokio, SQLite; needs both others) are on by default;
+//! Features: `render` (wgpu), `vision` (HTTP to a vision model), `serve`
+//! (axum, tokio, SQLite; needs both others) and `mcp` (the tools for agents
+//! over the Model Context Protocol) are on by default;
 //! `--no-default-features` builds the validate-only CLI. docs/architecture.md
 //! describes the parts and which may use which.
 

@@ -1,9 +1,10 @@
 //! The one integration-test binary (ripgrep's layout): every module below
 //! links into it, so the suite builds once. Modules that need a feature
-//! (`render`, `vision`, `serve`) are left out of builds without it; CI runs
-//! the suite with and without default features. What the modules share is
-//! the test support (`support/`: the code-built assets under `testkit`, the
-//! binary and corpus helpers under `util`, the loopback `fakes`).
+//! (`render`, `vision`, `serve`, `mcp`) are left out of builds without it;
+//! CI runs the suite with and without default features. What the modules
+//! share is the test support (`support/`: the code-built assets under
+//! `testkit`, the binary and corpus helpers under `util`, the loopback
+//! `fakes`).
 
 mod architecture;
 #[cfg(feature = "serve")]
@@ -19,6 +20,8 @@ mod generated;
 mod geometry;
 mod hostile;
 mod lenient;
+#[cfg(feature = "mcp")]
+mod mcp;
 #[cfg(feature = "render")]
 mod render;
 #[cfg(feature = "serve")]

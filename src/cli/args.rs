@@ -3,6 +3,8 @@
 
 #[cfg(all(feature = "render", feature = "vision"))]
 use super::inspect_cmd;
+#[cfg(feature = "mcp")]
+use super::mcp_cmd;
 #[cfg(feature = "render")]
 use super::render_cmd;
 #[cfg(feature = "serve")]
@@ -47,6 +49,9 @@ pub enum Command {
     /// Create and revoke API keys of service accounts.
     #[cfg(feature = "serve")]
     Keys(serve_cmd::KeysArgs),
+    /// Serve meshcheck's tools to agents over MCP on stdio (docs/mcp.md).
+    #[cfg(feature = "mcp")]
+    Mcp(mcp_cmd::McpArgs),
     /// Regenerate completions, man pages, schemas and docs/checks.md (for maintainers).
     #[command(hide = true)]
     Generate(GenerateArgs),

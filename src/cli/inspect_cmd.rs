@@ -6,7 +6,8 @@
 use super::values::positive_seconds;
 use crate::asset::{self, Input, LoadOptions};
 use crate::error::{Error, ErrorCode, Result};
-use crate::vision::{self, Check, Config};
+use crate::render::{Drawer, Source};
+use crate::vision::{self, Check, Config, InspectAnswer};
 use clap::Args;
 use std::path::PathBuf;
 
@@ -40,7 +41,17 @@ pub struct InspectArgs {
 
 /// Runs `meshcheck inspect`.
 pub fn run(args: InspectArgs) -> Result<i32> {
-    // Usage first (exit 2), then the provider (exit 4), then the work.
+    let answer = answer(&args, &Drawer::Local)?;
+    let json = serde_json::to_string_pretty(&answer).map_err(|e| Error::new(ErrorCode::Internal, e.to_string()))?;
+    println!("{json}");
+    Ok(0)
+}
+
+/// The answer `meshcheck inspect` prints. Usage is checked first (exit 2),
+/// then the provider's settings (INSPECT_UNAVAILABLE, exit 4), then the
+/// stills are drawn by `drawer` (or read from `--render-dir`) and shown to
+/// the model.
+pub fn answer(args: &InspectArgs, drawer: &Drawer) -> Result<InspectAnswer> {
     let check = Check::parse(&args.check, args.prompt.as_deref(), args.question.as_deref())?;
     let mut config = Config::from_env()?;
     if let Some(t) = args.timeout {
@@ -54,14 +65,13 @@ pub fn run(args: InspectArgs) -> Result<i32> {
         (None, Some(file)) => {
             let input = Input::from_path(file)
                 .map_err(|e| Error::bad_request(format!("cannot read {}: {e}", file.display())))?;
+            let source = Source::for_drawer(drawer, &input);
             let opened = asset::open(input)?;
-            let asset = asset::load_opened_with(&opened, LoadOptions { keep_images: true })?;
-            crate::engine::vision_stills(&asset)?
+            let local = matches!(drawer, Drawer::Local);
+            let asset = asset::load_opened_with(&opened, LoadOptions { keep_images: local })?;
+            crate::engine::vision_stills_with(drawer, &source, &asset)?
         }
         (None, None) => return Err(Error::bad_request("give FILE or --render-dir DIR")),
     };
-    let answer = vision::inspect(&config, &check, &stills)?;
-    let json = serde_json::to_string_pretty(&answer).map_err(|e| Error::new(ErrorCode::Internal, e.to_string()))?;
-    println!("{json}");
-    Ok(0)
+    vision::inspect(&config, &check, &stills)
 }

@@ -18,6 +18,8 @@ pub mod gitlab;
 #[cfg(all(feature = "render", feature = "vision"))]
 pub mod inspect_cmd;
 pub mod markdown;
+#[cfg(feature = "mcp")]
+pub mod mcp_cmd;
 pub mod output;
 #[cfg(feature = "render")]
 pub mod render_cmd;
@@ -57,6 +59,8 @@ pub fn main() -> i32 {
         Command::Accounts(args) => serve_cmd::accounts(args),
         #[cfg(feature = "serve")]
         Command::Keys(args) => serve_cmd::keys(args),
+        #[cfg(feature = "mcp")]
+        Command::Mcp(args) => mcp_cmd::run(args),
         Command::Generate(args) => generate::write_all(&args.dir).map(|_| 0),
     };
     match result {

@@ -2,7 +2,7 @@
 //! studio rig, written into a folder; the render report JSON on stdout.
 
 use crate::asset::Input;
-use crate::engine::{self, RenderJob};
+use crate::engine::{self, RenderJob, RenderOutput};
 use crate::error::{Error, Result};
 use crate::render::{Angle, Background, Request, image_out};
 use crate::report::TurntableSpec;
@@ -95,6 +95,24 @@ fn write(path: &Path, bytes: &[u8]) -> Result<()> {
     std::fs::write(path, bytes).map_err(|e| Error::bad_request(format!("cannot write {}: {e}", path.display())))
 }
 
+/// Writes the stills (`NAME.png`) and the turntable (`turntable.gif`) into
+/// `dir`, creating it, and fills in their paths in the report.
+pub fn write_files(dir: &Path, out: &mut RenderOutput) -> Result<()> {
+    std::fs::create_dir_all(dir)
+        .map_err(|e| Error::bad_request(format!("cannot create the folder {}: {e}", dir.display())))?;
+    for (shot, still) in out.report.screenshots.iter_mut().zip(&out.stills) {
+        let path = dir.join(format!("{}.png", shot.name));
+        write(&path, &image_out::png(&still.image))?;
+        shot.path = Some(path.display().to_string());
+    }
+    if let (Some(gif), Some(tt)) = (&out.gif, out.report.turntable.as_mut()) {
+        let path = dir.join("turntable.gif");
+        write(&path, gif)?;
+        tt.path = Some(path.display().to_string());
+    }
+    Ok(())
+}
+
 /// Runs `meshcheck render`.
 pub fn run(args: RenderArgs) -> Result<i32> {
     let job = RenderJob {
@@ -110,18 +128,7 @@ pub fn run(args: RenderArgs) -> Result<i32> {
     let input = read_input(&args.file)?;
     let mut out = engine::render(input, &job)?;
     let dir = args.out.clone().unwrap_or_else(|| default_out(&args.file));
-    std::fs::create_dir_all(&dir)
-        .map_err(|e| Error::bad_request(format!("cannot create the folder {}: {e}", dir.display())))?;
-    for (shot, still) in out.report.screenshots.iter_mut().zip(&out.stills) {
-        let path = dir.join(format!("{}.png", shot.name));
-        write(&path, &image_out::png(&still.image))?;
-        shot.path = Some(path.display().to_string());
-    }
-    if let (Some(gif), Some(tt)) = (&out.gif, out.report.turntable.as_mut()) {
-        let path = dir.join("turntable.gif");
-        write(&path, gif)?;
-        tt.path = Some(path.display().to_string());
-    }
+    write_files(&dir, &mut out)?;
     let json = serde_json::to_string_pretty(&out.report)
         .map_err(|e| Error::new(crate::error::ErrorCode::Internal, e.to_string()))?;
     println!("{json}");
