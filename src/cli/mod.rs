@@ -3,10 +3,13 @@
 //! Subcommands live one per file with their arguments; the top-level
 //! grammar is `args.rs`, errors on the terminal `diag.rs`, output formats
 //! (table, JSON, JUnit) `output.rs`, the generated files (completions, man
-//! pages, schemas, docs/checks.md) `generate.rs`.
+//! pages, schemas, docs/checks.md) `generate.rs`, meshcheck.toml's model and
+//! resolution `config.rs`.
 
 pub mod args;
 pub mod catalog_cmd;
+pub mod config;
+pub mod config_cmd;
 pub mod diag;
 pub mod findings;
 pub mod generate;
@@ -38,6 +41,7 @@ pub fn main() -> i32 {
         Command::Validate(args) => validate::run(args),
         Command::Checks(args) => catalog_cmd::checks(args),
         Command::Profiles(args) => catalog_cmd::profiles(args),
+        Command::Config(args) => config_cmd::run(args),
         #[cfg(feature = "render")]
         Command::Render(args) => render_cmd::run(args),
         #[cfg(all(feature = "render", feature = "vision"))]
