@@ -300,3 +300,39 @@ fn each_file_exits_by_its_own_fail_on() {
     assert_eq!(a["verdict"], b["verdict"]);
     assert_eq!(a["profile"], b["profile"]);
 }
+
+/// The ```toml blocks of docs/config.md.
+fn doc_examples() -> Vec<String> {
+    let text = std::fs::read_to_string(crate::util::root().join("docs/config.md")).unwrap();
+    text.split("```toml\n").skip(1).map(|rest| rest.split("```").next().unwrap().to_string()).collect()
+}
+
+#[test]
+fn the_documented_examples_fit_the_schema_and_the_reader() {
+    let schema: Value = serde_json::from_str(
+        &std::fs::read_to_string(crate::util::root().join("schemas/meshcheck-toml.json")).unwrap(),
+    )
+    .unwrap();
+    let validator = jsonschema::validator_for(&schema).expect("the schema compiles");
+    let examples = doc_examples();
+    assert!(examples.len() >= 3, "docs/config.md has its examples");
+    for text in &examples {
+        let v: Value = toml::from_str(text).unwrap();
+        let errors: Vec<String> = validator.iter_errors(&v).map(|e| e.to_string()).collect();
+        assert!(errors.is_empty(), "{text}\n{errors:#?}");
+    }
+    for bad in ["profil = \"hero\"\n", "[[rules]]\npaths = []\n", "overrides = { weld_tolerance = 1 }\n"] {
+        let v: Value = toml::from_str(bad).unwrap();
+        assert!(!validator.is_valid(&v), "the schema refuses {bad}");
+    }
+    // The first example, read by meshcheck: hero assets get the hero budget.
+    let tmp = tempfile::tempdir().unwrap();
+    write(tmp.path(), "meshcheck.toml", &examples[0]);
+    let out = run_in(tmp.path(), &["config", "hero/dragon.glb", "--format", "json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let v = json(&out);
+    assert_eq!(v["settings"]["profile"]["value"], "hero");
+    assert_eq!(v["settings"]["fail_on"]["value"], "warn");
+    let out = run_in(tmp.path(), &["config", "props/crate.glb", "--format", "json"]);
+    assert_eq!(json(&out)["settings"]["profile"]["value"], "mobile");
+}
