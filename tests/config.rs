@@ -336,3 +336,34 @@ fn the_documented_examples_fit_the_schema_and_the_reader() {
     let out = run_in(tmp.path(), &["config", "props/crate.glb", "--format", "json"]);
     assert_eq!(json(&out)["settings"]["profile"]["value"], "mobile");
 }
+
+#[test]
+#[cfg(feature = "render")]
+fn a_rule_can_put_some_files_in_full_mode_sharing_one_drawer() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
+    write(root, "meshcheck.toml", "only = [\"RND\", \"PERF\"]\n[[rules]]\npaths = [\"drawn/**\"]\nmode = \"full\"\n");
+    place(root, "drawn/a.glb", "Box.glb");
+    place(root, "drawn/b.glb", "Box.glb");
+    place(root, "plain/c.glb", "Box.glb");
+    // Two files are drawn: by the render worker, started once for the run.
+    let out = run_in(root, &["validate", ".", "--format", "json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let reports = json(&out);
+    for (i, mode, rnd) in [(0, "full", "pass"), (1, "full", "pass"), (2, "checks_only", "skipped")] {
+        let r = nth(&reports, i);
+        assert_eq!(r["mode"], mode, "{r:#}");
+        let rnd001 = r["checks"].as_array().unwrap().iter().find(|c| c["id"] == "RND-001").unwrap();
+        assert_eq!(rnd001["status"], rnd, "{r:#}");
+    }
+    // --screenshots needs some input in full mode: here the drawn ones.
+    let shots = root.join("shots");
+    let out =
+        run_in(root, &["validate", ".", "--format", "json", "--screenshots", "--output-dir", shots.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let reports = json(&out);
+    assert!(nth(&reports, 0)["screenshots"].is_array());
+    assert!(nth(&reports, 2).get("screenshots").is_none());
+    let out = run_in(root, &["validate", "plain", "--screenshots"]);
+    assert_eq!(out.status.code(), Some(2), "no input of plain/ is drawn: {}", stderr(&out));
+}
