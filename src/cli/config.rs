@@ -596,7 +596,7 @@ impl Resolver {
         let name = shown(&self.cwd, path);
         let fail = |msg: String| {
             Error::bad_request(format!("{name}: {msg}"))
-                .with_help("docs/config.md describes meshcheck.toml; `meshcheck config FILE` shows what a file gets")
+                .with_help("docs/config.md describes meshcheck.toml; `meshcheck config PATH` shows what a file gets")
         };
         let text = std::fs::read_to_string(path).map_err(|e| fail(format!("cannot read the config file: {e}")))?;
         let table: toml::Table =
