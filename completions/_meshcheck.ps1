@@ -28,6 +28,7 @@ Register-ArgumentCompleter -Native -CommandName 'meshcheck' -ScriptBlock {
             [CompletionResult]::new('validate', 'validate', [CompletionResultType]::ParameterValue, 'Validate assets (files or folders) and print their reports')
             [CompletionResult]::new('checks', 'checks', [CompletionResultType]::ParameterValue, 'List the check catalog with the thresholds of a profile')
             [CompletionResult]::new('profiles', 'profiles', [CompletionResultType]::ParameterValue, 'Show the built-in budget profiles side by side')
+            [CompletionResult]::new('config', 'config', [CompletionResultType]::ParameterValue, 'Show the settings a file gets from meshcheck.toml and the flags, and where each came from')
             [CompletionResult]::new('render', 'render', [CompletionResultType]::ParameterValue, 'Render stills (and a turntable GIF) of one asset under the studio rig')
             [CompletionResult]::new('inspect', 'inspect', [CompletionResultType]::ParameterValue, 'Ask a vision model about the renders (VIS-001, VIS-002, VIS-003)')
             [CompletionResult]::new('serve', 'serve', [CompletionResultType]::ParameterValue, 'Run the /v1 HTTP API (accounts, credits, uploads, jobs, webhooks)')
@@ -42,19 +43,21 @@ Register-ArgumentCompleter -Native -CommandName 'meshcheck' -ScriptBlock {
         'meshcheck;validate' {
             [CompletionResult]::new('--format', '--format', [CompletionResultType]::ParameterName, 'Output format [default: table on a terminal, json otherwise]')
             [CompletionResult]::new('--output-dir', '--output-dir', [CompletionResultType]::ParameterName, 'Also write one NAME.report.json per input into DIR (mirroring subfolders)')
-            [CompletionResult]::new('--profile', '--profile', [CompletionResultType]::ParameterName, 'Budget profile: web, mobile, pc, hero, or a path to a .toml file')
+            [CompletionResult]::new('--profile', '--profile', [CompletionResultType]::ParameterName, 'Budget profile: web, mobile, pc, hero, or a path to a .toml file [default: meshcheck.toml''s, else web]')
             [CompletionResult]::new('--override', '--override', [CompletionResultType]::ParameterName, 'Replace one budget (repeatable): max_tris, max_verts, max_texture_dim, max_texture_mem, max_materials, max_draw_calls, max_file_bytes, min_extent, max_extent')
             [CompletionResult]::new('--weld-tolerance', '--weld-tolerance', [CompletionResultType]::ParameterName, 'Weld tolerance for geometry checks, in metres [default: the profile''s, 1e-5]')
             [CompletionResult]::new('--only', '--only', [CompletionResultType]::ParameterName, 'Run only these checks or families (IDs such as PERF-001, or PERF, or performance)')
             [CompletionResult]::new('--skip', '--skip', [CompletionResultType]::ParameterName, 'Skip these checks or families; they report `skipped` ("not selected")')
-            [CompletionResult]::new('--fail-on', '--fail-on', [CompletionResultType]::ParameterName, 'Exit 1 on this verdict or worse')
+            [CompletionResult]::new('--fail-on', '--fail-on', [CompletionResultType]::ParameterName, 'Exit 1 on this verdict or worse [default: meshcheck.toml''s, else fail]')
+            [CompletionResult]::new('--mode', '--mode', [CompletionResultType]::ParameterName, 'checks_only, or full (needs the renderer) [default: meshcheck.toml''s, else checks_only]')
+            [CompletionResult]::new('--config', '--config', [CompletionResultType]::ParameterName, 'Read the settings of every input from this file instead of the meshcheck.toml found above each input (docs/config.md)')
             [CompletionResult]::new('--baseline', '--baseline', [CompletionResultType]::ParameterName, 'Findings recorded in FILE (by --write-baseline) are accepted: still reported and marked, they no longer fail the run; new ones do')
             [CompletionResult]::new('--write-baseline', '--write-baseline', [CompletionResultType]::ParameterName, 'Record this run''s findings in FILE as the accepted baseline (exit 0 unless --baseline is given too)')
-            [CompletionResult]::new('--mode', '--mode', [CompletionResultType]::ParameterName, 'checks_only, or full (needs the renderer)')
             [CompletionResult]::new('--validator-timeout', '--validator-timeout', [CompletionResultType]::ParameterName, 'Seconds the glTF-Validator may spend on one file before SPEC-001 is skipped with "validator timed out"')
             [CompletionResult]::new('-j', '-j', [CompletionResultType]::ParameterName, 'Files validated in parallel [default: all cores]')
             [CompletionResult]::new('--jobs', '--jobs', [CompletionResultType]::ParameterName, 'Files validated in parallel [default: all cores]')
             [CompletionResult]::new('--watermark', '--watermark', [CompletionResultType]::ParameterName, 'With --mode full: stamp this text on the stills')
+            [CompletionResult]::new('--no-config', '--no-config', [CompletionResultType]::ParameterName, 'Read no meshcheck.toml: defaults and flags only')
             [CompletionResult]::new('--screenshots', '--screenshots', [CompletionResultType]::ParameterName, 'With --mode full: write the six standard stills next to the report (into --output-dir, or NAME-screenshots/ in the current directory) and list them under `screenshots`')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
@@ -73,6 +76,23 @@ Register-ArgumentCompleter -Native -CommandName 'meshcheck' -ScriptBlock {
         }
         'meshcheck;profiles' {
             [CompletionResult]::new('--format', '--format', [CompletionResultType]::ParameterName, 'Output format [default: table on a terminal, json otherwise]')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'meshcheck;config' {
+            [CompletionResult]::new('--format', '--format', [CompletionResultType]::ParameterName, 'Output format [default: table on a terminal, json otherwise]')
+            [CompletionResult]::new('--profile', '--profile', [CompletionResultType]::ParameterName, 'Budget profile: web, mobile, pc, hero, or a path to a .toml file [default: meshcheck.toml''s, else web]')
+            [CompletionResult]::new('--override', '--override', [CompletionResultType]::ParameterName, 'Replace one budget (repeatable): max_tris, max_verts, max_texture_dim, max_texture_mem, max_materials, max_draw_calls, max_file_bytes, min_extent, max_extent')
+            [CompletionResult]::new('--weld-tolerance', '--weld-tolerance', [CompletionResultType]::ParameterName, 'Weld tolerance for geometry checks, in metres [default: the profile''s, 1e-5]')
+            [CompletionResult]::new('--only', '--only', [CompletionResultType]::ParameterName, 'Run only these checks or families (IDs such as PERF-001, or PERF, or performance)')
+            [CompletionResult]::new('--skip', '--skip', [CompletionResultType]::ParameterName, 'Skip these checks or families; they report `skipped` ("not selected")')
+            [CompletionResult]::new('--fail-on', '--fail-on', [CompletionResultType]::ParameterName, 'Exit 1 on this verdict or worse [default: meshcheck.toml''s, else fail]')
+            [CompletionResult]::new('--mode', '--mode', [CompletionResultType]::ParameterName, 'checks_only, or full (needs the renderer) [default: meshcheck.toml''s, else checks_only]')
+            [CompletionResult]::new('--config', '--config', [CompletionResultType]::ParameterName, 'Read the settings of every input from this file instead of the meshcheck.toml found above each input (docs/config.md)')
+            [CompletionResult]::new('--no-config', '--no-config', [CompletionResultType]::ParameterName, 'Read no meshcheck.toml: defaults and flags only')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
@@ -237,6 +257,7 @@ Register-ArgumentCompleter -Native -CommandName 'meshcheck' -ScriptBlock {
             [CompletionResult]::new('validate', 'validate', [CompletionResultType]::ParameterValue, 'Validate assets (files or folders) and print their reports')
             [CompletionResult]::new('checks', 'checks', [CompletionResultType]::ParameterValue, 'List the check catalog with the thresholds of a profile')
             [CompletionResult]::new('profiles', 'profiles', [CompletionResultType]::ParameterValue, 'Show the built-in budget profiles side by side')
+            [CompletionResult]::new('config', 'config', [CompletionResultType]::ParameterValue, 'Show the settings a file gets from meshcheck.toml and the flags, and where each came from')
             [CompletionResult]::new('render', 'render', [CompletionResultType]::ParameterValue, 'Render stills (and a turntable GIF) of one asset under the studio rig')
             [CompletionResult]::new('inspect', 'inspect', [CompletionResultType]::ParameterValue, 'Ask a vision model about the renders (VIS-001, VIS-002, VIS-003)')
             [CompletionResult]::new('serve', 'serve', [CompletionResultType]::ParameterValue, 'Run the /v1 HTTP API (accounts, credits, uploads, jobs, webhooks)')
@@ -255,6 +276,9 @@ Register-ArgumentCompleter -Native -CommandName 'meshcheck' -ScriptBlock {
             break
         }
         'meshcheck;help;profiles' {
+            break
+        }
+        'meshcheck;help;config' {
             break
         }
         'meshcheck;help;render' {

@@ -22,6 +22,9 @@ _meshcheck() {
             meshcheck,checks)
                 cmd="meshcheck__subcmd__checks"
                 ;;
+            meshcheck,config)
+                cmd="meshcheck__subcmd__config"
+                ;;
             meshcheck,generate)
                 cmd="meshcheck__subcmd__generate"
                 ;;
@@ -75,6 +78,9 @@ _meshcheck() {
                 ;;
             meshcheck__subcmd__help,checks)
                 cmd="meshcheck__subcmd__help__subcmd__checks"
+                ;;
+            meshcheck__subcmd__help,config)
+                cmd="meshcheck__subcmd__help__subcmd__config"
                 ;;
             meshcheck__subcmd__help,generate)
                 cmd="meshcheck__subcmd__help__subcmd__generate"
@@ -143,7 +149,7 @@ _meshcheck() {
 
     case "${cmd}" in
         meshcheck)
-            opts="-h -V --help --version validate checks profiles render inspect serve accounts keys mcp generate render-worker help"
+            opts="-h -V --help --version validate checks profiles config render inspect serve accounts keys mcp generate render-worker help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -296,6 +302,56 @@ _meshcheck() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        meshcheck__subcmd__config)
+            opts="-h -V --format --profile --override --weld-tolerance --only --skip --fail-on --mode --config --no-config --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --format)
+                    COMPREPLY=($(compgen -W "table json" -- "${cur}"))
+                    return 0
+                    ;;
+                --profile)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --override)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --weld-tolerance)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --only)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --skip)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --fail-on)
+                    COMPREPLY=($(compgen -W "fail warn" -- "${cur}"))
+                    return 0
+                    ;;
+                --mode)
+                    COMPREPLY=($(compgen -W "checks_only full" -- "${cur}"))
+                    return 0
+                    ;;
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         meshcheck__subcmd__generate)
             opts="-h -V --dir --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
@@ -315,7 +371,7 @@ _meshcheck() {
             return 0
             ;;
         meshcheck__subcmd__help)
-            opts="validate checks profiles render inspect serve accounts keys mcp generate render-worker help"
+            opts="validate checks profiles config render inspect serve accounts keys mcp generate render-worker help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -371,6 +427,20 @@ _meshcheck() {
             return 0
             ;;
         meshcheck__subcmd__help__subcmd__checks)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        meshcheck__subcmd__help__subcmd__config)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -831,7 +901,7 @@ _meshcheck() {
             return 0
             ;;
         meshcheck__subcmd__validate)
-            opts="-j -h -V --format --output-dir --profile --override --weld-tolerance --only --skip --fail-on --baseline --write-baseline --mode --validator-timeout --jobs --screenshots --watermark --help --version"
+            opts="-j -h -V --format --output-dir --profile --override --weld-tolerance --only --skip --fail-on --mode --config --no-config --baseline --write-baseline --validator-timeout --jobs --screenshots --watermark --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -869,16 +939,20 @@ _meshcheck() {
                     COMPREPLY=($(compgen -W "fail warn" -- "${cur}"))
                     return 0
                     ;;
+                --mode)
+                    COMPREPLY=($(compgen -W "checks_only full" -- "${cur}"))
+                    return 0
+                    ;;
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --baseline)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 --write-baseline)
                     COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --mode)
-                    COMPREPLY=($(compgen -W "checks_only full" -- "${cur}"))
                     return 0
                     ;;
                 --validator-timeout)

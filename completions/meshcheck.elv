@@ -25,6 +25,7 @@ set edit:completion:arg-completer[meshcheck] = {|@words|
             cand validate 'Validate assets (files or folders) and print their reports'
             cand checks 'List the check catalog with the thresholds of a profile'
             cand profiles 'Show the built-in budget profiles side by side'
+            cand config 'Show the settings a file gets from meshcheck.toml and the flags, and where each came from'
             cand render 'Render stills (and a turntable GIF) of one asset under the studio rig'
             cand inspect 'Ask a vision model about the renders (VIS-001, VIS-002, VIS-003)'
             cand serve 'Run the /v1 HTTP API (accounts, credits, uploads, jobs, webhooks)'
@@ -38,19 +39,21 @@ set edit:completion:arg-completer[meshcheck] = {|@words|
         &'meshcheck;validate'= {
             cand --format 'Output format [default: table on a terminal, json otherwise]'
             cand --output-dir 'Also write one NAME.report.json per input into DIR (mirroring subfolders)'
-            cand --profile 'Budget profile: web, mobile, pc, hero, or a path to a .toml file'
+            cand --profile 'Budget profile: web, mobile, pc, hero, or a path to a .toml file [default: meshcheck.toml''s, else web]'
             cand --override 'Replace one budget (repeatable): max_tris, max_verts, max_texture_dim, max_texture_mem, max_materials, max_draw_calls, max_file_bytes, min_extent, max_extent'
             cand --weld-tolerance 'Weld tolerance for geometry checks, in metres [default: the profile''s, 1e-5]'
             cand --only 'Run only these checks or families (IDs such as PERF-001, or PERF, or performance)'
             cand --skip 'Skip these checks or families; they report `skipped` ("not selected")'
-            cand --fail-on 'Exit 1 on this verdict or worse'
+            cand --fail-on 'Exit 1 on this verdict or worse [default: meshcheck.toml''s, else fail]'
+            cand --mode 'checks_only, or full (needs the renderer) [default: meshcheck.toml''s, else checks_only]'
+            cand --config 'Read the settings of every input from this file instead of the meshcheck.toml found above each input (docs/config.md)'
             cand --baseline 'Findings recorded in FILE (by --write-baseline) are accepted: still reported and marked, they no longer fail the run; new ones do'
             cand --write-baseline 'Record this run''s findings in FILE as the accepted baseline (exit 0 unless --baseline is given too)'
-            cand --mode 'checks_only, or full (needs the renderer)'
             cand --validator-timeout 'Seconds the glTF-Validator may spend on one file before SPEC-001 is skipped with "validator timed out"'
             cand -j 'Files validated in parallel [default: all cores]'
             cand --jobs 'Files validated in parallel [default: all cores]'
             cand --watermark 'With --mode full: stamp this text on the stills'
+            cand --no-config 'Read no meshcheck.toml: defaults and flags only'
             cand --screenshots 'With --mode full: write the six standard stills next to the report (into --output-dir, or NAME-screenshots/ in the current directory) and list them under `screenshots`'
             cand -h 'Print help (see more with ''--help'')'
             cand --help 'Print help (see more with ''--help'')'
@@ -67,6 +70,22 @@ set edit:completion:arg-completer[meshcheck] = {|@words|
         }
         &'meshcheck;profiles'= {
             cand --format 'Output format [default: table on a terminal, json otherwise]'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'meshcheck;config'= {
+            cand --format 'Output format [default: table on a terminal, json otherwise]'
+            cand --profile 'Budget profile: web, mobile, pc, hero, or a path to a .toml file [default: meshcheck.toml''s, else web]'
+            cand --override 'Replace one budget (repeatable): max_tris, max_verts, max_texture_dim, max_texture_mem, max_materials, max_draw_calls, max_file_bytes, min_extent, max_extent'
+            cand --weld-tolerance 'Weld tolerance for geometry checks, in metres [default: the profile''s, 1e-5]'
+            cand --only 'Run only these checks or families (IDs such as PERF-001, or PERF, or performance)'
+            cand --skip 'Skip these checks or families; they report `skipped` ("not selected")'
+            cand --fail-on 'Exit 1 on this verdict or worse [default: meshcheck.toml''s, else fail]'
+            cand --mode 'checks_only, or full (needs the renderer) [default: meshcheck.toml''s, else checks_only]'
+            cand --config 'Read the settings of every input from this file instead of the meshcheck.toml found above each input (docs/config.md)'
+            cand --no-config 'Read no meshcheck.toml: defaults and flags only'
             cand -h 'Print help (see more with ''--help'')'
             cand --help 'Print help (see more with ''--help'')'
             cand -V 'Print version'
@@ -210,6 +229,7 @@ set edit:completion:arg-completer[meshcheck] = {|@words|
             cand validate 'Validate assets (files or folders) and print their reports'
             cand checks 'List the check catalog with the thresholds of a profile'
             cand profiles 'Show the built-in budget profiles side by side'
+            cand config 'Show the settings a file gets from meshcheck.toml and the flags, and where each came from'
             cand render 'Render stills (and a turntable GIF) of one asset under the studio rig'
             cand inspect 'Ask a vision model about the renders (VIS-001, VIS-002, VIS-003)'
             cand serve 'Run the /v1 HTTP API (accounts, credits, uploads, jobs, webhooks)'
@@ -225,6 +245,8 @@ set edit:completion:arg-completer[meshcheck] = {|@words|
         &'meshcheck;help;checks'= {
         }
         &'meshcheck;help;profiles'= {
+        }
+        &'meshcheck;help;config'= {
         }
         &'meshcheck;help;render'= {
         }

@@ -29,6 +29,7 @@ complete -c meshcheck -n "__fish_meshcheck_needs_command" -s V -l version -d 'Pr
 complete -c meshcheck -n "__fish_meshcheck_needs_command" -f -a "validate" -d 'Validate assets (files or folders) and print their reports'
 complete -c meshcheck -n "__fish_meshcheck_needs_command" -f -a "checks" -d 'List the check catalog with the thresholds of a profile'
 complete -c meshcheck -n "__fish_meshcheck_needs_command" -f -a "profiles" -d 'Show the built-in budget profiles side by side'
+complete -c meshcheck -n "__fish_meshcheck_needs_command" -f -a "config" -d 'Show the settings a file gets from meshcheck.toml and the flags, and where each came from'
 complete -c meshcheck -n "__fish_meshcheck_needs_command" -f -a "render" -d 'Render stills (and a turntable GIF) of one asset under the studio rig'
 complete -c meshcheck -n "__fish_meshcheck_needs_command" -f -a "inspect" -d 'Ask a vision model about the renders (VIS-001, VIS-002, VIS-003)'
 complete -c meshcheck -n "__fish_meshcheck_needs_command" -f -a "serve" -d 'Run the /v1 HTTP API (accounts, credits, uploads, jobs, webhooks)'
@@ -46,20 +47,22 @@ github\t'GitHub Actions workflow commands (annotations), and a job summary in $G
 gitlab\t'GitLab Code Quality JSON'
 markdown\t'Markdown for a pull-request comment: verdicts, measured vs threshold'"
 complete -c meshcheck -n "__fish_meshcheck_using_subcommand validate" -l output-dir -d 'Also write one NAME.report.json per input into DIR (mirroring subfolders)' -r -F
-complete -c meshcheck -n "__fish_meshcheck_using_subcommand validate" -l profile -d 'Budget profile: web, mobile, pc, hero, or a path to a .toml file' -r
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand validate" -l profile -d 'Budget profile: web, mobile, pc, hero, or a path to a .toml file [default: meshcheck.toml\'s, else web]' -r
 complete -c meshcheck -n "__fish_meshcheck_using_subcommand validate" -l override -d 'Replace one budget (repeatable): max_tris, max_verts, max_texture_dim, max_texture_mem, max_materials, max_draw_calls, max_file_bytes, min_extent, max_extent' -r
 complete -c meshcheck -n "__fish_meshcheck_using_subcommand validate" -l weld-tolerance -d 'Weld tolerance for geometry checks, in metres [default: the profile\'s, 1e-5]' -r
 complete -c meshcheck -n "__fish_meshcheck_using_subcommand validate" -l only -d 'Run only these checks or families (IDs such as PERF-001, or PERF, or performance)' -r
 complete -c meshcheck -n "__fish_meshcheck_using_subcommand validate" -l skip -d 'Skip these checks or families; they report `skipped` ("not selected")' -r
-complete -c meshcheck -n "__fish_meshcheck_using_subcommand validate" -l fail-on -d 'Exit 1 on this verdict or worse' -r -f -a "fail\t'Exit 1 when a report\'s verdict is fail (the default)'
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand validate" -l fail-on -d 'Exit 1 on this verdict or worse [default: meshcheck.toml\'s, else fail]' -r -f -a "fail\t'Exit 1 when a report\'s verdict is fail (the default)'
 warn\t'Exit 1 when a report\'s verdict is warn or fail'"
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand validate" -l mode -d 'checks_only, or full (needs the renderer) [default: meshcheck.toml\'s, else checks_only]' -r -f -a "checks_only\t'Measurements only; RND checks are skipped'
+full\t'Measurements plus the renderer'"
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand validate" -l config -d 'Read the settings of every input from this file instead of the meshcheck.toml found above each input (docs/config.md)' -r -F
 complete -c meshcheck -n "__fish_meshcheck_using_subcommand validate" -l baseline -d 'Findings recorded in FILE (by --write-baseline) are accepted: still reported and marked, they no longer fail the run; new ones do' -r -F
 complete -c meshcheck -n "__fish_meshcheck_using_subcommand validate" -l write-baseline -d 'Record this run\'s findings in FILE as the accepted baseline (exit 0 unless --baseline is given too)' -r -F
-complete -c meshcheck -n "__fish_meshcheck_using_subcommand validate" -l mode -d 'checks_only, or full (needs the renderer)' -r -f -a "checks_only\t'Measurements only; RND checks are skipped'
-full\t'Measurements plus the renderer'"
 complete -c meshcheck -n "__fish_meshcheck_using_subcommand validate" -l validator-timeout -d 'Seconds the glTF-Validator may spend on one file before SPEC-001 is skipped with "validator timed out"' -r
 complete -c meshcheck -n "__fish_meshcheck_using_subcommand validate" -s j -l jobs -d 'Files validated in parallel [default: all cores]' -r
 complete -c meshcheck -n "__fish_meshcheck_using_subcommand validate" -l watermark -d 'With --mode full: stamp this text on the stills' -r
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand validate" -l no-config -d 'Read no meshcheck.toml: defaults and flags only'
 complete -c meshcheck -n "__fish_meshcheck_using_subcommand validate" -l screenshots -d 'With --mode full: write the six standard stills next to the report (into --output-dir, or NAME-screenshots/ in the current directory) and list them under `screenshots`'
 complete -c meshcheck -n "__fish_meshcheck_using_subcommand validate" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c meshcheck -n "__fish_meshcheck_using_subcommand validate" -s V -l version -d 'Print version'
@@ -72,6 +75,21 @@ complete -c meshcheck -n "__fish_meshcheck_using_subcommand profiles" -l format 
 json\t'JSON'"
 complete -c meshcheck -n "__fish_meshcheck_using_subcommand profiles" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c meshcheck -n "__fish_meshcheck_using_subcommand profiles" -s V -l version -d 'Print version'
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand config" -l format -d 'Output format [default: table on a terminal, json otherwise]' -r -f -a "table\t'A table'
+json\t'JSON'"
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand config" -l profile -d 'Budget profile: web, mobile, pc, hero, or a path to a .toml file [default: meshcheck.toml\'s, else web]' -r
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand config" -l override -d 'Replace one budget (repeatable): max_tris, max_verts, max_texture_dim, max_texture_mem, max_materials, max_draw_calls, max_file_bytes, min_extent, max_extent' -r
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand config" -l weld-tolerance -d 'Weld tolerance for geometry checks, in metres [default: the profile\'s, 1e-5]' -r
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand config" -l only -d 'Run only these checks or families (IDs such as PERF-001, or PERF, or performance)' -r
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand config" -l skip -d 'Skip these checks or families; they report `skipped` ("not selected")' -r
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand config" -l fail-on -d 'Exit 1 on this verdict or worse [default: meshcheck.toml\'s, else fail]' -r -f -a "fail\t'Exit 1 when a report\'s verdict is fail (the default)'
+warn\t'Exit 1 when a report\'s verdict is warn or fail'"
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand config" -l mode -d 'checks_only, or full (needs the renderer) [default: meshcheck.toml\'s, else checks_only]' -r -f -a "checks_only\t'Measurements only; RND checks are skipped'
+full\t'Measurements plus the renderer'"
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand config" -l config -d 'Read the settings of every input from this file instead of the meshcheck.toml found above each input (docs/config.md)' -r -F
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand config" -l no-config -d 'Read no meshcheck.toml: defaults and flags only'
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand config" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand config" -s V -l version -d 'Print version'
 complete -c meshcheck -n "__fish_meshcheck_using_subcommand render" -l angles -d 'Views as JSON, e.g. \'[{"rv":30,"rh":45}]\': rv elevation -90..90, rh azimuth 0..360 around +Y from the front; at most 12 [default: the six standard views front, right, back, left, top, three_quarter]' -r
 complete -c meshcheck -n "__fish_meshcheck_using_subcommand render" -l size -d 'Width and height of each still, 128 to 1024' -r
 complete -c meshcheck -n "__fish_meshcheck_using_subcommand render" -l background -d 'Background: \'#RRGGBB\' or transparent' -r
@@ -146,18 +164,19 @@ complete -c meshcheck -n "__fish_meshcheck_using_subcommand generate" -s h -l he
 complete -c meshcheck -n "__fish_meshcheck_using_subcommand generate" -s V -l version -d 'Print version'
 complete -c meshcheck -n "__fish_meshcheck_using_subcommand render-worker" -s h -l help -d 'Print help'
 complete -c meshcheck -n "__fish_meshcheck_using_subcommand render-worker" -s V -l version -d 'Print version'
-complete -c meshcheck -n "__fish_meshcheck_using_subcommand help; and not __fish_seen_subcommand_from validate checks profiles render inspect serve accounts keys mcp generate render-worker help" -f -a "validate" -d 'Validate assets (files or folders) and print their reports'
-complete -c meshcheck -n "__fish_meshcheck_using_subcommand help; and not __fish_seen_subcommand_from validate checks profiles render inspect serve accounts keys mcp generate render-worker help" -f -a "checks" -d 'List the check catalog with the thresholds of a profile'
-complete -c meshcheck -n "__fish_meshcheck_using_subcommand help; and not __fish_seen_subcommand_from validate checks profiles render inspect serve accounts keys mcp generate render-worker help" -f -a "profiles" -d 'Show the built-in budget profiles side by side'
-complete -c meshcheck -n "__fish_meshcheck_using_subcommand help; and not __fish_seen_subcommand_from validate checks profiles render inspect serve accounts keys mcp generate render-worker help" -f -a "render" -d 'Render stills (and a turntable GIF) of one asset under the studio rig'
-complete -c meshcheck -n "__fish_meshcheck_using_subcommand help; and not __fish_seen_subcommand_from validate checks profiles render inspect serve accounts keys mcp generate render-worker help" -f -a "inspect" -d 'Ask a vision model about the renders (VIS-001, VIS-002, VIS-003)'
-complete -c meshcheck -n "__fish_meshcheck_using_subcommand help; and not __fish_seen_subcommand_from validate checks profiles render inspect serve accounts keys mcp generate render-worker help" -f -a "serve" -d 'Run the /v1 HTTP API (accounts, credits, uploads, jobs, webhooks)'
-complete -c meshcheck -n "__fish_meshcheck_using_subcommand help; and not __fish_seen_subcommand_from validate checks profiles render inspect serve accounts keys mcp generate render-worker help" -f -a "accounts" -d 'Create and list service accounts (in the server\'s data folder)'
-complete -c meshcheck -n "__fish_meshcheck_using_subcommand help; and not __fish_seen_subcommand_from validate checks profiles render inspect serve accounts keys mcp generate render-worker help" -f -a "keys" -d 'Create and revoke API keys of service accounts'
-complete -c meshcheck -n "__fish_meshcheck_using_subcommand help; and not __fish_seen_subcommand_from validate checks profiles render inspect serve accounts keys mcp generate render-worker help" -f -a "mcp" -d 'Serve meshcheck\'s tools to agents over MCP on stdio (docs/mcp.md)'
-complete -c meshcheck -n "__fish_meshcheck_using_subcommand help; and not __fish_seen_subcommand_from validate checks profiles render inspect serve accounts keys mcp generate render-worker help" -f -a "generate" -d 'Regenerate completions, man pages, schemas and docs/checks.md (for maintainers)'
-complete -c meshcheck -n "__fish_meshcheck_using_subcommand help; and not __fish_seen_subcommand_from validate checks profiles render inspect serve accounts keys mcp generate render-worker help" -f -a "render-worker" -d 'Draw stills over stdin and stdout (started by `meshcheck serve`, and by `meshcheck validate --mode full` for more than one file)'
-complete -c meshcheck -n "__fish_meshcheck_using_subcommand help; and not __fish_seen_subcommand_from validate checks profiles render inspect serve accounts keys mcp generate render-worker help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand help; and not __fish_seen_subcommand_from validate checks profiles config render inspect serve accounts keys mcp generate render-worker help" -f -a "validate" -d 'Validate assets (files or folders) and print their reports'
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand help; and not __fish_seen_subcommand_from validate checks profiles config render inspect serve accounts keys mcp generate render-worker help" -f -a "checks" -d 'List the check catalog with the thresholds of a profile'
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand help; and not __fish_seen_subcommand_from validate checks profiles config render inspect serve accounts keys mcp generate render-worker help" -f -a "profiles" -d 'Show the built-in budget profiles side by side'
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand help; and not __fish_seen_subcommand_from validate checks profiles config render inspect serve accounts keys mcp generate render-worker help" -f -a "config" -d 'Show the settings a file gets from meshcheck.toml and the flags, and where each came from'
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand help; and not __fish_seen_subcommand_from validate checks profiles config render inspect serve accounts keys mcp generate render-worker help" -f -a "render" -d 'Render stills (and a turntable GIF) of one asset under the studio rig'
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand help; and not __fish_seen_subcommand_from validate checks profiles config render inspect serve accounts keys mcp generate render-worker help" -f -a "inspect" -d 'Ask a vision model about the renders (VIS-001, VIS-002, VIS-003)'
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand help; and not __fish_seen_subcommand_from validate checks profiles config render inspect serve accounts keys mcp generate render-worker help" -f -a "serve" -d 'Run the /v1 HTTP API (accounts, credits, uploads, jobs, webhooks)'
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand help; and not __fish_seen_subcommand_from validate checks profiles config render inspect serve accounts keys mcp generate render-worker help" -f -a "accounts" -d 'Create and list service accounts (in the server\'s data folder)'
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand help; and not __fish_seen_subcommand_from validate checks profiles config render inspect serve accounts keys mcp generate render-worker help" -f -a "keys" -d 'Create and revoke API keys of service accounts'
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand help; and not __fish_seen_subcommand_from validate checks profiles config render inspect serve accounts keys mcp generate render-worker help" -f -a "mcp" -d 'Serve meshcheck\'s tools to agents over MCP on stdio (docs/mcp.md)'
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand help; and not __fish_seen_subcommand_from validate checks profiles config render inspect serve accounts keys mcp generate render-worker help" -f -a "generate" -d 'Regenerate completions, man pages, schemas and docs/checks.md (for maintainers)'
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand help; and not __fish_seen_subcommand_from validate checks profiles config render inspect serve accounts keys mcp generate render-worker help" -f -a "render-worker" -d 'Draw stills over stdin and stdout (started by `meshcheck serve`, and by `meshcheck validate --mode full` for more than one file)'
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand help; and not __fish_seen_subcommand_from validate checks profiles config render inspect serve accounts keys mcp generate render-worker help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c meshcheck -n "__fish_meshcheck_using_subcommand help; and __fish_seen_subcommand_from accounts" -f -a "create" -d 'Create an account and print its first API key (shown once)'
 complete -c meshcheck -n "__fish_meshcheck_using_subcommand help; and __fish_seen_subcommand_from accounts" -f -a "list" -d 'List accounts with their plan, balance and keys (prefixes only)'
 complete -c meshcheck -n "__fish_meshcheck_using_subcommand help; and __fish_seen_subcommand_from keys" -f -a "create" -d 'Make another key for an account and print it (shown once)'

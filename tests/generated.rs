@@ -28,7 +28,7 @@ fn generated_files_are_fresh() {
 
 #[test]
 fn schemas_are_draft_2020_12() {
-    for name in ["report", "check_result"] {
+    for name in ["report", "check_result", "meshcheck-toml"] {
         let text = std::fs::read_to_string(util::root().join(format!("schemas/{name}.json"))).unwrap();
         let v: serde_json::Value = serde_json::from_str(&text).unwrap();
         assert_eq!(v["$schema"], "https://json-schema.org/draft/2020-12/schema");

@@ -12,6 +12,7 @@ mod billing;
 mod checks;
 mod ci_formats;
 mod cli;
+mod config;
 mod corpus;
 mod distribution;
 #[cfg(feature = "serve")]

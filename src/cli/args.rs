@@ -9,7 +9,7 @@ use super::mcp_cmd;
 use super::render_cmd;
 #[cfg(feature = "serve")]
 use super::serve_cmd;
-use super::{catalog_cmd, validate};
+use super::{catalog_cmd, config_cmd, validate};
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
 
@@ -34,6 +34,8 @@ pub enum Command {
     Checks(catalog_cmd::ChecksArgs),
     /// Show the built-in budget profiles side by side.
     Profiles(catalog_cmd::ProfilesArgs),
+    /// Show the settings a file gets from meshcheck.toml and the flags, and where each came from.
+    Config(config_cmd::ConfigArgs),
     /// Render stills (and a turntable GIF) of one asset under the studio rig.
     #[cfg(feature = "render")]
     Render(render_cmd::RenderArgs),

@@ -116,10 +116,11 @@ pub fn apply(run: &mut Run<'_>, baseline: &Baseline, name: &str) {
 /// The exit code of a run compared with a baseline: each file is judged by
 /// its new findings only (accepted ones never fail it). A new finding whose
 /// verdict is `fail` exits 1, one whose verdict is `warn` exits 1 when
-/// `warn_fails` (`--fail-on warn`); a file that could not be validated
+/// `warn_fails` holds for that file (per file in the run's order: its
+/// `fail_on` is `warn`, from the flag or meshcheck.toml); a file that could not be validated
 /// exits with its error's code unless the baseline accepted that too. A
 /// folder run exits with the worst code of its files.
-pub fn exit_code(run: &Run<'_>, warn_fails: bool) -> i32 {
+pub fn exit_code(run: &Run<'_>, warn_fails: &[bool]) -> i32 {
     let mut worst = 0;
     for (file, o) in run.outcomes.iter().enumerate() {
         let mut new = run.of_file(file).filter(|f| !f.accepted()).peekable();
@@ -129,7 +130,7 @@ pub fn exit_code(run: &Run<'_>, warn_fails: bool) -> i32 {
             Ok(_) => new
                 .map(|f| match f.verdict {
                     Verdict::Fail => 1,
-                    Verdict::Warn if warn_fails => 1,
+                    Verdict::Warn if warn_fails.get(file).copied().unwrap_or(false) => 1,
                     _ => 0,
                 })
                 .max()

@@ -48,6 +48,7 @@ pub fn files(root: &Path) -> Vec<(PathBuf, Vec<u8>)> {
     out.push((PathBuf::from("schemas/report.json"), schema(schemars::schema_for!(crate::report::Report))));
     out.push((PathBuf::from("schemas/check_result.json"), schema(schemars::schema_for!(crate::report::CheckResult))));
     out.push((PathBuf::from("schemas/render_report.json"), schema(schemars::schema_for!(crate::report::RenderReport))));
+    out.push((PathBuf::from("schemas/meshcheck-toml.json"), schema(schemars::schema_for!(super::config::ConfigFile))));
     #[cfg(feature = "vision")]
     out.push((
         PathBuf::from("schemas/inspect_answer.json"),

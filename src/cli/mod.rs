@@ -5,12 +5,15 @@
 //! (table, JSON, JUnit) `output.rs`, the generated files (completions, man
 //! pages, schemas, docs/checks.md) `generate.rs`. The CI formats speak of
 //! findings (`findings.rs`), one file each: `sarif.rs`, `annotations.rs`
-//! (GitHub), `gitlab.rs`, `markdown.rs`; `baseline.rs` accepts findings.
+//! (GitHub), `gitlab.rs`, `markdown.rs`; `baseline.rs` accepts findings;
+//! meshcheck.toml's model and resolution `config.rs`.
 
 pub mod annotations;
 pub mod args;
 pub mod baseline;
 pub mod catalog_cmd;
+pub mod config;
+pub mod config_cmd;
 pub mod diag;
 pub mod findings;
 pub mod generate;
@@ -47,6 +50,7 @@ pub fn main() -> i32 {
         Command::Validate(args) => validate::run(*args),
         Command::Checks(args) => catalog_cmd::checks(args),
         Command::Profiles(args) => catalog_cmd::profiles(args),
+        Command::Config(args) => config_cmd::run(args),
         #[cfg(feature = "render")]
         Command::Render(args) => render_cmd::run(args),
         #[cfg(all(feature = "render", feature = "vision"))]

@@ -5,11 +5,13 @@
 //! number of files validated at once (all cores by default).
 
 use super::baseline::{self, Baseline};
+pub use super::config::FailOn;
+use super::config::{self, Plan, SettingFlags};
 use super::output::{self, FileResult, Job};
 use super::values::positive_seconds;
 use super::{annotations, diag, findings, gitlab, markdown, sarif};
 use crate::asset::Input;
-use crate::engine::{self, Options, Selection};
+use crate::engine::{self, Options};
 use crate::error::{Error, Result};
 use crate::report::{Mode, Verdict};
 use clap::{Args, ValueEnum};
@@ -37,26 +39,6 @@ pub enum Format {
     Markdown,
 }
 
-/// Modes, as on the API.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum ModeArg {
-    /// Measurements only; RND checks are skipped.
-    #[value(name = "checks_only")]
-    ChecksOnly,
-    /// Measurements plus the renderer.
-    #[value(name = "full")]
-    Full,
-}
-
-/// `--fail-on` levels.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum FailOn {
-    /// Exit 1 when a report's verdict is fail (the default).
-    Fail,
-    /// Exit 1 when a report's verdict is warn or fail.
-    Warn,
-}
-
 /// Arguments of `meshcheck validate`.
 #[derive(Debug, Args)]
 pub struct ValidateArgs {
@@ -71,26 +53,9 @@ pub struct ValidateArgs {
     /// Also write one NAME.report.json per input into DIR (mirroring subfolders).
     #[arg(long, value_name = "DIR")]
     pub output_dir: Option<PathBuf>,
-    /// Budget profile: web, mobile, pc, hero, or a path to a .toml file.
-    #[arg(long, default_value = "web", value_name = "NAME|FILE.toml")]
-    pub profile: String,
-    /// Replace one budget (repeatable): max_tris, max_verts, max_texture_dim,
-    /// max_texture_mem, max_materials, max_draw_calls, max_file_bytes,
-    /// min_extent, max_extent.
-    #[arg(long = "override", value_name = "KEY=VALUE")]
-    pub overrides: Vec<String>,
-    /// Weld tolerance for geometry checks, in metres [default: the profile's, 1e-5].
-    #[arg(long, value_name = "METRES")]
-    pub weld_tolerance: Option<f64>,
-    /// Run only these checks or families (IDs such as PERF-001, or PERF, or performance).
-    #[arg(long, value_delimiter = ',', value_name = "ID|FAMILY,...")]
-    pub only: Vec<String>,
-    /// Skip these checks or families; they report `skipped` ("not selected").
-    #[arg(long, value_delimiter = ',', value_name = "ID|FAMILY,...")]
-    pub skip: Vec<String>,
-    /// Exit 1 on this verdict or worse.
-    #[arg(long, value_enum, default_value = "fail", value_name = "LEVEL")]
-    pub fail_on: FailOn,
+    /// The settings: flags given here win over meshcheck.toml (docs/config.md).
+    #[command(flatten)]
+    pub settings: SettingFlags,
     /// Findings recorded in FILE (by --write-baseline) are accepted: still
     /// reported and marked, they no longer fail the run; new ones do.
     #[arg(long, value_name = "FILE")]
@@ -99,9 +64,6 @@ pub struct ValidateArgs {
     /// unless --baseline is given too).
     #[arg(long, value_name = "FILE")]
     pub write_baseline: Option<PathBuf>,
-    /// checks_only, or full (needs the renderer).
-    #[arg(long, value_enum, default_value = "checks_only")]
-    pub mode: ModeArg,
     /// Seconds the glTF-Validator may spend on one file before SPEC-001 is
     /// skipped with "validator timed out".
     #[arg(long, default_value_t = 60.0, value_name = "SECONDS", value_parser = positive_seconds)]
@@ -173,41 +135,44 @@ fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
     Ok(())
 }
 
-/// Builds engine options from the flags.
-pub fn options(args: &ValidateArgs) -> Result<Options> {
-    let mut profile = crate::checks::catalog::profile(&args.profile)?;
-    for o in &args.overrides {
-        profile.apply_override_str(o)?;
-    }
-    if let Some(w) = args.weld_tolerance {
-        crate::checks::set_weld_tolerance(&mut profile, w)?;
-    }
-    let selection = Selection::parse(&args.only, &args.skip)?;
-    let mode = match args.mode {
-        ModeArg::ChecksOnly => Mode::ChecksOnly,
-        ModeArg::Full => Mode::Full,
-    };
-    if mode != Mode::Full && (args.screenshots || args.watermark.is_some()) {
+/// Resolves every job's settings and builds their options (each distinct
+/// set once), then starts what they share: the validator pool and, in full
+/// mode, the drawer (a worker process when more than one file is drawn).
+/// `Plan::inputs` follows the order of `jobs`.
+pub fn plan(args: &ValidateArgs, jobs: &[Job]) -> Result<Plan> {
+    let inputs: Vec<Option<&Path>> = jobs.iter().map(|j| j.path.as_deref()).collect();
+    let Plan { mut options, inputs: per_job } = config::Resolver::new(&args.settings)?.plan(&inputs)?;
+    let shots = args.screenshots || args.watermark.is_some();
+    if shots && !options.iter().any(|o| o.mode == Mode::Full) {
         return Err(Error::bad_request(
             "--screenshots and --watermark need --mode full (the renderer draws the stills)",
         ));
     }
-    if !cfg!(feature = "render") && (args.screenshots || args.watermark.is_some()) {
+    if !cfg!(feature = "render") && shots {
         return Err(Error::bad_request(
             "--screenshots and --watermark need the renderer, which is not in this build (the `render` feature)",
         ));
     }
-    // The drawer (a field only in builds with the renderer) starts local.
-    #[allow(clippy::needless_update)]
-    let mut opts =
-        Options { profile, mode, selection, validator: None, watermark: args.watermark.clone(), ..Options::default() };
-    if opts.runs_validator() {
+    if options.iter().any(Options::runs_validator) {
         // One pool per run, started before any file is read so that a missing
         // Node or package is reported once, with the command that fixes it.
         let timeout = std::time::Duration::from_secs_f64(args.validator_timeout);
-        opts.validator = Some(std::sync::Arc::new(crate::validator::Validator::start(timeout)?));
+        let pool = std::sync::Arc::new(crate::validator::Validator::start(timeout)?);
+        options.iter_mut().for_each(|o| o.validator = Some(pool.clone()));
     }
-    Ok(opts)
+    options.iter_mut().for_each(|o| o.watermark = args.watermark.clone());
+    #[cfg(feature = "render")]
+    {
+        let drawn = per_job.iter().filter(|(i, _)| options[*i].renders()).count();
+        if drawn > 0 {
+            let drawer = if drawn > 1 { worker_drawer()? } else { crate::render::Drawer::Local };
+            // Once per run, before any file: no adapter (here or in the worker)
+            // is an environment error (exit 4).
+            drawer.ready()?;
+            options.iter_mut().for_each(|o| o.drawer = drawer.clone());
+        }
+    }
+    Ok(Plan { options, inputs: per_job })
 }
 
 fn read_input(job: &Job) -> Result<Input> {
@@ -303,25 +268,15 @@ pub fn exit_code(outcome: &FileResult, fail_on: FailOn) -> i32 {
 
 /// Runs `meshcheck validate`.
 pub fn run(args: ValidateArgs) -> Result<i32> {
-    #[allow(unused_mut)]
-    let mut opts = options(&args)?;
     let accepted = args.baseline.as_deref().map(|p| Baseline::read(p).map(|b| (p, b))).transpose()?;
     let (jobs, folder) = collect(&args.paths)?;
-    #[cfg(feature = "render")]
-    if opts.renders() {
-        if jobs.len() > 1 {
-            opts.drawer = worker_drawer()?;
-        }
-        // Once per run, before any file: no adapter (here or in the worker)
-        // is an environment error (exit 4).
-        opts.drawer.ready()?;
-    }
     if jobs.is_empty() {
         return Err(Error::bad_request("no .glb, .gltf or .zip files were found under the given paths"));
     }
     if jobs.iter().filter(|j| j.path.is_none()).count() > 1 {
         return Err(Error::bad_request("`-` (standard input) may be given once"));
     }
+    let plan = plan(&args, &jobs)?;
     let shots_dir: Option<PathBuf> =
         args.screenshots.then(|| args.output_dir.clone().unwrap_or_else(|| PathBuf::from(".")));
     let stdout_tty = std::io::stdout().is_terminal();
@@ -342,8 +297,9 @@ pub fn run(args: ValidateArgs) -> Result<i32> {
     });
     let outcomes: Vec<FileResult> = pool.install(|| {
         jobs.par_iter()
-            .map(|job| {
-                let o = validate_job(job, &opts, shots_dir.as_deref());
+            .zip(&plan.inputs)
+            .map(|(job, (i, _))| {
+                let o = validate_job(job, &plan.options[*i], shots_dir.as_deref());
                 if let Some(b) = &bar {
                     b.set_message(job.display.clone());
                     b.inc(1);
@@ -392,14 +348,15 @@ pub fn run(args: ValidateArgs) -> Result<i32> {
         Format::Markdown => markdown::markdown(&found),
     };
     output::emit(&text);
-    let warn_fails = args.fail_on == FailOn::Warn;
+    // Each file is judged by its own fail_on (meshcheck.toml may set it per path).
+    let warn_fails: Vec<bool> = plan.inputs.iter().map(|(_, fail_on)| *fail_on == FailOn::Warn).collect();
     Ok(if found.baseline.is_some() {
-        baseline::exit_code(&found, warn_fails)
+        baseline::exit_code(&found, &warn_fails)
     } else if args.write_baseline.is_some() {
         // Writing a baseline accepts everything it records.
         0
     } else {
-        outcomes.iter().map(|o| exit_code(o, args.fail_on)).max().unwrap_or(0)
+        outcomes.iter().zip(&plan.inputs).map(|(o, (_, fail_on))| exit_code(o, *fail_on)).max().unwrap_or(0)
     })
 }
 
