@@ -52,6 +52,7 @@ Register-ArgumentCompleter -Native -CommandName 'meshcheck' -ScriptBlock {
             [CompletionResult]::new('-j', '-j', [CompletionResultType]::ParameterName, 'Files validated in parallel [default: all cores]')
             [CompletionResult]::new('--jobs', '--jobs', [CompletionResultType]::ParameterName, 'Files validated in parallel [default: all cores]')
             [CompletionResult]::new('--watermark', '--watermark', [CompletionResultType]::ParameterName, 'With --mode full: stamp this text on the stills')
+            [CompletionResult]::new('--turntable', '--turntable', [CompletionResultType]::ParameterName, 'With --format html and --mode full: also a turntable GIF per file; `--turntable=''{"frames":36,"size":512}''` sets frames (8..120) and size (128..1024) [default: 36 frames of 256 px]')
             [CompletionResult]::new('--screenshots', '--screenshots', [CompletionResultType]::ParameterName, 'With --mode full: write the six standard stills next to the report (into --output-dir, or NAME-screenshots/ in the current directory) and list them under `screenshots`')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')

@@ -793,14 +793,14 @@ _meshcheck() {
             return 0
             ;;
         meshcheck__subcmd__validate)
-            opts="-j -h -V --format --output-dir --profile --override --weld-tolerance --only --skip --fail-on --mode --validator-timeout --jobs --screenshots --watermark --help --version"
+            opts="-j -h -V --format --output-dir --profile --override --weld-tolerance --only --skip --fail-on --mode --validator-timeout --jobs --screenshots --watermark --turntable --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
                 --format)
-                    COMPREPLY=($(compgen -W "table json junit" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table json junit html" -- "${cur}"))
                     return 0
                     ;;
                 --output-dir)
@@ -848,6 +848,10 @@ _meshcheck() {
                     return 0
                     ;;
                 --watermark)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --turntable)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -48,6 +48,7 @@ set edit:completion:arg-completer[meshcheck] = {|@words|
             cand -j 'Files validated in parallel [default: all cores]'
             cand --jobs 'Files validated in parallel [default: all cores]'
             cand --watermark 'With --mode full: stamp this text on the stills'
+            cand --turntable 'With --format html and --mode full: also a turntable GIF per file; `--turntable=''{"frames":36,"size":512}''` sets frames (8..120) and size (128..1024) [default: 36 frames of 256 px]'
             cand --screenshots 'With --mode full: write the six standard stills next to the report (into --output-dir, or NAME-screenshots/ in the current directory) and list them under `screenshots`'
             cand -h 'Print help (see more with ''--help'')'
             cand --help 'Print help (see more with ''--help'')'

@@ -39,7 +39,8 @@ complete -c meshcheck -n "__fish_meshcheck_needs_command" -f -a "render-worker" 
 complete -c meshcheck -n "__fish_meshcheck_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c meshcheck -n "__fish_meshcheck_using_subcommand validate" -l format -d 'Output format [default: table on a terminal, json otherwise]' -r -f -a "table\t'A table per file, with a summary for folder runs (default on a terminal)'
 json\t'The report JSON, exactly as the service returns it (default otherwise)'
-junit\t'JUnit XML: one testcase per check per file'"
+junit\t'JUnit XML: one testcase per check per file'
+html\t'One self-contained HTML report card (a folder: an index and a card per file); in full mode with the stills inline'"
 complete -c meshcheck -n "__fish_meshcheck_using_subcommand validate" -l output-dir -d 'Also write one NAME.report.json per input into DIR (mirroring subfolders)' -r -F
 complete -c meshcheck -n "__fish_meshcheck_using_subcommand validate" -l profile -d 'Budget profile: web, mobile, pc, hero, or a path to a .toml file' -r
 complete -c meshcheck -n "__fish_meshcheck_using_subcommand validate" -l override -d 'Replace one budget (repeatable): max_tris, max_verts, max_texture_dim, max_texture_mem, max_materials, max_draw_calls, max_file_bytes, min_extent, max_extent' -r
@@ -53,6 +54,7 @@ full\t'Measurements plus the renderer'"
 complete -c meshcheck -n "__fish_meshcheck_using_subcommand validate" -l validator-timeout -d 'Seconds the glTF-Validator may spend on one file before SPEC-001 is skipped with "validator timed out"' -r
 complete -c meshcheck -n "__fish_meshcheck_using_subcommand validate" -s j -l jobs -d 'Files validated in parallel [default: all cores]' -r
 complete -c meshcheck -n "__fish_meshcheck_using_subcommand validate" -l watermark -d 'With --mode full: stamp this text on the stills' -r
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand validate" -l turntable -d 'With --format html and --mode full: also a turntable GIF per file; `--turntable=\'{"frames":36,"size":512}\'` sets frames (8..120) and size (128..1024) [default: 36 frames of 256 px]' -r
 complete -c meshcheck -n "__fish_meshcheck_using_subcommand validate" -l screenshots -d 'With --mode full: write the six standard stills next to the report (into --output-dir, or NAME-screenshots/ in the current directory) and list them under `screenshots`'
 complete -c meshcheck -n "__fish_meshcheck_using_subcommand validate" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c meshcheck -n "__fish_meshcheck_using_subcommand validate" -s V -l version -d 'Print version'

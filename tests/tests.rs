@@ -19,6 +19,7 @@ mod hostile;
 mod lenient;
 #[cfg(feature = "render")]
 mod render;
+mod report_card;
 #[cfg(feature = "serve")]
 mod serve;
 #[cfg(feature = "serve")]

@@ -2,14 +2,16 @@
 //!
 //! Subcommands live one per file with their arguments; the top-level
 //! grammar is `args.rs`, errors on the terminal `diag.rs`, output formats
-//! (table, JSON, JUnit) `output.rs`, the generated files (completions, man
-//! pages, schemas, docs/checks.md) `generate.rs`.
+//! (table, JSON, JUnit) `output.rs`, the HTML report card `html.rs`, the
+//! generated files (completions, man pages, schemas, docs/checks.md)
+//! `generate.rs`.
 
 pub mod args;
 pub mod catalog_cmd;
 pub mod diag;
 pub mod findings;
 pub mod generate;
+pub mod html;
 #[cfg(all(feature = "render", feature = "vision"))]
 pub mod inspect_cmd;
 pub mod output;
