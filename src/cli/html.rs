@@ -500,7 +500,8 @@ fn views_block(r: &Report, visuals: Option<&Visuals>) -> String {
     }
     s.push_str("<div class=\"section-head\"><h2>Rendered views</h2>");
     if !stills.is_empty() {
-        let _ = write!(s, "<p>Six views under the studio rig, {CARD_STILL_SIZE} px.</p>");
+        let turntable = if visuals.is_some_and(|v| v.turntable.is_some()) { " and a turntable" } else { "" };
+        let _ = write!(s, "<p>Six views under the studio rig ({CARD_STILL_SIZE} px){turntable}.</p>");
     }
     s.push_str("</div>\n");
     if stills.is_empty() {
@@ -518,15 +519,16 @@ fn views_block(r: &Report, visuals: Option<&Visuals>) -> String {
     for still in stills {
         s.push_str(&still_figure(still, &r.input.filename));
     }
-    s.push_str("</ul>\n");
+    // The turntable is a seventh tile (the grid then has four columns).
     if let Some(gif) = visuals.and_then(|v| v.turntable.as_ref()) {
-        let _ = writeln!(
+        let _ = write!(
             s,
-            "<figure class=\"shot turntable\"><img src=\"{}\" alt=\"Turntable of {}\"><figcaption><span>Turntable</span><span>one turn</span></figcaption></figure>",
+            "<li><figure class=\"shot\" data-view=\"turntable\"><img src=\"{}\" alt=\"Turntable of {}\"><figcaption><span>Turntable</span><span>one turn</span></figcaption></figure></li>",
             data_uri("image/gif", gif),
             esc(&r.input.filename)
         );
     }
+    s.push_str("</ul>\n");
     s
 }
 
