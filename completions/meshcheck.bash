@@ -22,6 +22,9 @@ _meshcheck() {
             meshcheck,checks)
                 cmd="meshcheck__subcmd__checks"
                 ;;
+            meshcheck,compare)
+                cmd="meshcheck__subcmd__compare"
+                ;;
             meshcheck,generate)
                 cmd="meshcheck__subcmd__generate"
                 ;;
@@ -72,6 +75,9 @@ _meshcheck() {
                 ;;
             meshcheck__subcmd__help,checks)
                 cmd="meshcheck__subcmd__help__subcmd__checks"
+                ;;
+            meshcheck__subcmd__help,compare)
+                cmd="meshcheck__subcmd__help__subcmd__compare"
                 ;;
             meshcheck__subcmd__help,generate)
                 cmd="meshcheck__subcmd__help__subcmd__generate"
@@ -137,7 +143,7 @@ _meshcheck() {
 
     case "${cmd}" in
         meshcheck)
-            opts="-h -V --help --version validate checks profiles render inspect serve accounts keys generate render-worker help"
+            opts="-h -V --help --version validate compare checks profiles render inspect serve accounts keys generate render-worker help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -290,6 +296,56 @@ _meshcheck() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        meshcheck__subcmd__compare)
+            opts="-h -V --format --tolerance --profile --override --weld-tolerance --only --skip --mode --validator-timeout --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --format)
+                    COMPREPLY=($(compgen -W "table json markdown html" -- "${cur}"))
+                    return 0
+                    ;;
+                --tolerance)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --profile)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --override)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --weld-tolerance)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --only)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --skip)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --mode)
+                    COMPREPLY=($(compgen -W "checks_only full" -- "${cur}"))
+                    return 0
+                    ;;
+                --validator-timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         meshcheck__subcmd__generate)
             opts="-h -V --dir --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
@@ -309,7 +365,7 @@ _meshcheck() {
             return 0
             ;;
         meshcheck__subcmd__help)
-            opts="validate checks profiles render inspect serve accounts keys generate render-worker help"
+            opts="validate compare checks profiles render inspect serve accounts keys generate render-worker help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -365,6 +421,20 @@ _meshcheck() {
             return 0
             ;;
         meshcheck__subcmd__help__subcmd__checks)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        meshcheck__subcmd__help__subcmd__compare)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )

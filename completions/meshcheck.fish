@@ -27,6 +27,7 @@ end
 complete -c meshcheck -n "__fish_meshcheck_needs_command" -s h -l help -d 'Print help'
 complete -c meshcheck -n "__fish_meshcheck_needs_command" -s V -l version -d 'Print version'
 complete -c meshcheck -n "__fish_meshcheck_needs_command" -f -a "validate" -d 'Validate assets (files or folders) and print their reports'
+complete -c meshcheck -n "__fish_meshcheck_needs_command" -f -a "compare" -d 'Compare two assets or two reports: status changes and deltas; exit 1 when NEW is worse'
 complete -c meshcheck -n "__fish_meshcheck_needs_command" -f -a "checks" -d 'List the check catalog with the thresholds of a profile'
 complete -c meshcheck -n "__fish_meshcheck_needs_command" -f -a "profiles" -d 'Show the built-in budget profiles side by side'
 complete -c meshcheck -n "__fish_meshcheck_needs_command" -f -a "render" -d 'Render stills (and a turntable GIF) of one asset under the studio rig'
@@ -58,6 +59,21 @@ complete -c meshcheck -n "__fish_meshcheck_using_subcommand validate" -l turntab
 complete -c meshcheck -n "__fish_meshcheck_using_subcommand validate" -l screenshots -d 'With --mode full: write the six standard stills next to the report (into --output-dir, or NAME-screenshots/ in the current directory) and list them under `screenshots`'
 complete -c meshcheck -n "__fish_meshcheck_using_subcommand validate" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c meshcheck -n "__fish_meshcheck_using_subcommand validate" -s V -l version -d 'Print version'
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand compare" -l format -d 'Output format [default: table on a terminal, json otherwise]' -r -f -a "table\t'Tables of status changes and deltas (default on a terminal)'
+json\t'The comparison as JSON (default otherwise)'
+markdown\t'Markdown, for a pull-request comment or a job summary'
+html\t'One self-contained HTML page; with --mode full, the stills of both sides side by side with a per-view difference'"
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand compare" -l tolerance -d 'How much a budget figure (a check\'s gauge value such as triangles or texture memory, or a stats count) may grow before NEW is worse, in % of OLD\'s value' -r
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand compare" -l profile -d 'Budget profile for asset sides: web, mobile, pc, hero, or a .toml file' -r
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand compare" -l override -d 'Replace one budget for asset sides (repeatable), as for validate' -r
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand compare" -l weld-tolerance -d 'Weld tolerance for asset sides, in metres [default: the profile\'s, 1e-5]' -r
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand compare" -l only -d 'Run and compare only these checks or families' -r
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand compare" -l skip -d 'Skip these checks or families (not run, not compared)' -r
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand compare" -l mode -d 'checks_only, or full (the renderer draws both assets\' stills)' -r -f -a "checks_only\t'Measurements only; RND checks are skipped'
+full\t'Measurements plus the renderer'"
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand compare" -l validator-timeout -d 'Seconds the glTF-Validator may spend on one file' -r
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand compare" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand compare" -s V -l version -d 'Print version'
 complete -c meshcheck -n "__fish_meshcheck_using_subcommand checks" -l profile -d 'Show thresholds under this profile (a name or a .toml path)' -r
 complete -c meshcheck -n "__fish_meshcheck_using_subcommand checks" -l format -d 'Output format [default: table on a terminal, json otherwise]' -r -f -a "table\t'A table'
 json\t'JSON'"
@@ -138,17 +154,18 @@ complete -c meshcheck -n "__fish_meshcheck_using_subcommand generate" -s h -l he
 complete -c meshcheck -n "__fish_meshcheck_using_subcommand generate" -s V -l version -d 'Print version'
 complete -c meshcheck -n "__fish_meshcheck_using_subcommand render-worker" -s h -l help -d 'Print help'
 complete -c meshcheck -n "__fish_meshcheck_using_subcommand render-worker" -s V -l version -d 'Print version'
-complete -c meshcheck -n "__fish_meshcheck_using_subcommand help; and not __fish_seen_subcommand_from validate checks profiles render inspect serve accounts keys generate render-worker help" -f -a "validate" -d 'Validate assets (files or folders) and print their reports'
-complete -c meshcheck -n "__fish_meshcheck_using_subcommand help; and not __fish_seen_subcommand_from validate checks profiles render inspect serve accounts keys generate render-worker help" -f -a "checks" -d 'List the check catalog with the thresholds of a profile'
-complete -c meshcheck -n "__fish_meshcheck_using_subcommand help; and not __fish_seen_subcommand_from validate checks profiles render inspect serve accounts keys generate render-worker help" -f -a "profiles" -d 'Show the built-in budget profiles side by side'
-complete -c meshcheck -n "__fish_meshcheck_using_subcommand help; and not __fish_seen_subcommand_from validate checks profiles render inspect serve accounts keys generate render-worker help" -f -a "render" -d 'Render stills (and a turntable GIF) of one asset under the studio rig'
-complete -c meshcheck -n "__fish_meshcheck_using_subcommand help; and not __fish_seen_subcommand_from validate checks profiles render inspect serve accounts keys generate render-worker help" -f -a "inspect" -d 'Ask a vision model about the renders (VIS-001, VIS-002, VIS-003)'
-complete -c meshcheck -n "__fish_meshcheck_using_subcommand help; and not __fish_seen_subcommand_from validate checks profiles render inspect serve accounts keys generate render-worker help" -f -a "serve" -d 'Run the /v1 HTTP API (accounts, credits, uploads, jobs, webhooks)'
-complete -c meshcheck -n "__fish_meshcheck_using_subcommand help; and not __fish_seen_subcommand_from validate checks profiles render inspect serve accounts keys generate render-worker help" -f -a "accounts" -d 'Create and list service accounts (in the server\'s data folder)'
-complete -c meshcheck -n "__fish_meshcheck_using_subcommand help; and not __fish_seen_subcommand_from validate checks profiles render inspect serve accounts keys generate render-worker help" -f -a "keys" -d 'Create and revoke API keys of service accounts'
-complete -c meshcheck -n "__fish_meshcheck_using_subcommand help; and not __fish_seen_subcommand_from validate checks profiles render inspect serve accounts keys generate render-worker help" -f -a "generate" -d 'Regenerate completions, man pages, schemas and docs/checks.md (for maintainers)'
-complete -c meshcheck -n "__fish_meshcheck_using_subcommand help; and not __fish_seen_subcommand_from validate checks profiles render inspect serve accounts keys generate render-worker help" -f -a "render-worker" -d 'Draw stills over stdin and stdout (started by `meshcheck serve`, and by `meshcheck validate --mode full` for more than one file)'
-complete -c meshcheck -n "__fish_meshcheck_using_subcommand help; and not __fish_seen_subcommand_from validate checks profiles render inspect serve accounts keys generate render-worker help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand help; and not __fish_seen_subcommand_from validate compare checks profiles render inspect serve accounts keys generate render-worker help" -f -a "validate" -d 'Validate assets (files or folders) and print their reports'
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand help; and not __fish_seen_subcommand_from validate compare checks profiles render inspect serve accounts keys generate render-worker help" -f -a "compare" -d 'Compare two assets or two reports: status changes and deltas; exit 1 when NEW is worse'
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand help; and not __fish_seen_subcommand_from validate compare checks profiles render inspect serve accounts keys generate render-worker help" -f -a "checks" -d 'List the check catalog with the thresholds of a profile'
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand help; and not __fish_seen_subcommand_from validate compare checks profiles render inspect serve accounts keys generate render-worker help" -f -a "profiles" -d 'Show the built-in budget profiles side by side'
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand help; and not __fish_seen_subcommand_from validate compare checks profiles render inspect serve accounts keys generate render-worker help" -f -a "render" -d 'Render stills (and a turntable GIF) of one asset under the studio rig'
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand help; and not __fish_seen_subcommand_from validate compare checks profiles render inspect serve accounts keys generate render-worker help" -f -a "inspect" -d 'Ask a vision model about the renders (VIS-001, VIS-002, VIS-003)'
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand help; and not __fish_seen_subcommand_from validate compare checks profiles render inspect serve accounts keys generate render-worker help" -f -a "serve" -d 'Run the /v1 HTTP API (accounts, credits, uploads, jobs, webhooks)'
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand help; and not __fish_seen_subcommand_from validate compare checks profiles render inspect serve accounts keys generate render-worker help" -f -a "accounts" -d 'Create and list service accounts (in the server\'s data folder)'
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand help; and not __fish_seen_subcommand_from validate compare checks profiles render inspect serve accounts keys generate render-worker help" -f -a "keys" -d 'Create and revoke API keys of service accounts'
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand help; and not __fish_seen_subcommand_from validate compare checks profiles render inspect serve accounts keys generate render-worker help" -f -a "generate" -d 'Regenerate completions, man pages, schemas and docs/checks.md (for maintainers)'
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand help; and not __fish_seen_subcommand_from validate compare checks profiles render inspect serve accounts keys generate render-worker help" -f -a "render-worker" -d 'Draw stills over stdin and stdout (started by `meshcheck serve`, and by `meshcheck validate --mode full` for more than one file)'
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand help; and not __fish_seen_subcommand_from validate compare checks profiles render inspect serve accounts keys generate render-worker help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c meshcheck -n "__fish_meshcheck_using_subcommand help; and __fish_seen_subcommand_from accounts" -f -a "create" -d 'Create an account and print its first API key (shown once)'
 complete -c meshcheck -n "__fish_meshcheck_using_subcommand help; and __fish_seen_subcommand_from accounts" -f -a "list" -d 'List accounts with their plan, balance and keys (prefixes only)'
 complete -c meshcheck -n "__fish_meshcheck_using_subcommand help; and __fish_seen_subcommand_from keys" -f -a "create" -d 'Make another key for an account and print it (shown once)'

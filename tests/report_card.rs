@@ -56,7 +56,7 @@ fn links(page: &str) -> Vec<String> {
 /// The page loads nothing and runs nothing: a strict CSP comes first, no
 /// script or external link, every src/href a data: URI or a fragment, and
 /// `http://`/`https://` only as inert text.
-fn assert_self_contained(page: &str) {
+pub fn assert_self_contained(page: &str) {
     assert!(page.starts_with("<!doctype html>"), "{}", &page[..100.min(page.len())]);
     let csp = page
         .find("http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; img-src data:; style-src 'sha256-")

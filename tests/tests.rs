@@ -8,6 +8,7 @@ mod architecture;
 mod billing;
 mod checks;
 mod cli;
+mod compare;
 mod corpus;
 #[cfg(feature = "serve")]
 mod fakes;

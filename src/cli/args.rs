@@ -7,7 +7,7 @@ use super::inspect_cmd;
 use super::render_cmd;
 #[cfg(feature = "serve")]
 use super::serve_cmd;
-use super::{catalog_cmd, validate};
+use super::{catalog_cmd, compare_cmd, validate};
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
 
@@ -27,6 +27,8 @@ pub struct Cli {
 pub enum Command {
     /// Validate assets (files or folders) and print their reports.
     Validate(validate::ValidateArgs),
+    /// Compare two assets or two reports: status changes and deltas; exit 1 when NEW is worse.
+    Compare(compare_cmd::CompareArgs),
     /// List the check catalog with the thresholds of a profile.
     Checks(catalog_cmd::ChecksArgs),
     /// Show the built-in budget profiles side by side.

@@ -3,11 +3,14 @@
 //! Subcommands live one per file with their arguments; the top-level
 //! grammar is `args.rs`, errors on the terminal `diag.rs`, output formats
 //! (table, JSON, JUnit) `output.rs`, the HTML report card `html.rs`, the
+//! comparison behind `compare` `compare.rs` (with `stilldiff.rs`), the
 //! generated files (completions, man pages, schemas, docs/checks.md)
 //! `generate.rs`.
 
 pub mod args;
 pub mod catalog_cmd;
+pub mod compare;
+pub mod compare_cmd;
 pub mod diag;
 pub mod findings;
 pub mod generate;
@@ -19,6 +22,7 @@ pub mod output;
 pub mod render_cmd;
 #[cfg(feature = "serve")]
 pub mod serve_cmd;
+pub mod stilldiff;
 pub mod validate;
 pub mod values;
 
@@ -38,6 +42,7 @@ pub fn main() -> i32 {
     };
     let result = match cli.command {
         Command::Validate(args) => validate::run(args),
+        Command::Compare(args) => compare_cmd::run(args),
         Command::Checks(args) => catalog_cmd::checks(args),
         Command::Profiles(args) => catalog_cmd::profiles(args),
         #[cfg(feature = "render")]
