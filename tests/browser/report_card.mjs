@@ -17,7 +17,9 @@
 //       <img onerror> payloads: they show as text, no element, attribute or
 //       dialog comes of them.
 // On every page: no console errors (a CSP violation is one), no page errors,
-// no request at all besides the document. --screenshot writes a 1200 px
+// no request at all besides the document. Then (d) `compare --mode full
+// --format html` of two assets: the stills side by side, each pair with
+// its difference score, under the same rules. --screenshot writes a 1200 px
 // wide picture of card (a) (docs/report-card.png is made so).
 // Exits 1 with a message on the first failure; bounded to three minutes.
 
@@ -225,6 +227,8 @@ async function main() {
     fs.writeFileSync(hostilePath, hostileGltf());
     const pageC = card(bin, ['validate', hostilePath, '--format', 'html'], env, [1], 'on the hostile asset');
     ok('card (c): a .gltf whose names, URI and file name hold markup and script (exit 1)');
+    const pageD = card(bin, ['compare', FOLDER_ASSETS[0], FOLDER_ASSETS[2], '--mode', 'full', '--format', 'html'], env, [1], 'compare', opts.assets);
+    ok('page (d): compare Box.glb with BoxTextured.zip in full mode (exit 1: NEW is worse)');
     const catalog = JSON.parse(spawnSync(bin, ['checks', '--format', 'json'], { encoding: 'utf8' }).stdout);
     const families = [...new Set(catalog.map((c) => c.id.split('-')[0]))];
 
@@ -339,6 +343,24 @@ async function main() {
       for (const p of [`${PAYLOADS[1]}.png`, PAYLOADS[0]]) check(text.includes(p), `the page does not show ${JSON.stringify(p)} as text`);
       check(view.problems.length === 0, `card (c): ${view.problems.join('; ')}`);
       ok('card (c): the file name, the image URI and the extension name show as text; no element, handler or dialog came of them');
+      await view.context.close();
+    }
+
+    // (d) compare --mode full --format html: the same rules, stills side by side.
+    {
+      const view = await open(browser, pageD, { width: 1200, height: 900 });
+      const facts = await checkInert(view, 'compare page (d)');
+      const pairs = await view.page.evaluate(() => [...document.querySelectorAll('li.pair')].map((li) => ({
+        view: li.getAttribute('data-view'),
+        imgs: [...li.querySelectorAll('img')].map((i) => i.naturalWidth),
+        score: li.querySelector('.pair-head span').textContent,
+      })));
+      check(JSON.stringify(pairs.map((p) => p.view)) === JSON.stringify(VIEWS), `pairs ${JSON.stringify(pairs)}`);
+      check(pairs.every((p) => p.imgs.length === 2 && p.imgs.every((w) => w === 512)), `pair images ${JSON.stringify(pairs)}`);
+      check(pairs.every((p) => /^difference \d+(\.\d+)?% · SSIM 0\.\d+$/.test(p.score)), `scores ${pairs.map((p) => p.score).join('; ')}`);
+      const worse = await view.page.evaluate(() => document.querySelector('.verdict').getAttribute('data-worse'));
+      check(worse === 'true', `data-worse ${worse}`);
+      ok(`page (d): ${pairs.length} views side by side (${facts.images.length} images), ${pairs[0].score} for the front; no console errors, no requests`);
       await view.context.close();
     }
 
