@@ -540,6 +540,20 @@ pub fn render_gated(
     Ok(RenderOutput { report, stills: rendered.stills, gif })
 }
 
+#[cfg(feature = "render")]
+/// Draws a turntable GIF of one input with `drawer` (the report card's
+/// turntable, `validate --format html --turntable`); the spec is checked as
+/// [`RenderJob::check`] checks it.
+pub fn turntable(input: Input, spec: &report::TurntableSpec, drawer: &crate::render::Drawer) -> Result<Vec<u8>> {
+    RenderJob { request: crate::render::Request::standard(crate::render::DEFAULT_SIZE), turntable: Some(spec.clone()) }
+        .check()?;
+    let source = crate::render::Source::for_drawer(drawer, &input);
+    let opened = asset::open(input)?;
+    let local = matches!(drawer, crate::render::Drawer::Local);
+    let asset = asset::load_opened_with(&opened, asset::LoadOptions { keep_images: local })?;
+    drawer.turntable(&source, &asset, spec.frames, spec.size, crate::render::Background::default())
+}
+
 // Stills for the vision model: the engine draws them (or reads them from a
 // folder) and hands them to `vision` as PNG data.
 

@@ -12,6 +12,7 @@ mod billing;
 mod checks;
 mod ci_formats;
 mod cli;
+mod compare;
 mod config;
 mod corpus;
 mod distribution;
@@ -25,6 +26,7 @@ mod lenient;
 mod mcp;
 #[cfg(feature = "render")]
 mod render;
+mod report_card;
 #[cfg(feature = "serve")]
 mod serve;
 #[cfg(feature = "serve")]

@@ -9,7 +9,7 @@ use super::mcp_cmd;
 use super::render_cmd;
 #[cfg(feature = "serve")]
 use super::serve_cmd;
-use super::{catalog_cmd, config_cmd, validate};
+use super::{catalog_cmd, compare_cmd, config_cmd, validate};
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
 
@@ -30,6 +30,8 @@ pub enum Command {
     /// Validate assets (files or folders) and print their reports.
     // Boxed: its many flags would make every `Command` as large as it.
     Validate(Box<validate::ValidateArgs>),
+    /// Compare two assets or two reports: status changes and deltas; exit 1 when NEW is worse.
+    Compare(compare_cmd::CompareArgs),
     /// List the check catalog with the thresholds of a profile.
     Checks(catalog_cmd::ChecksArgs),
     /// Show the built-in budget profiles side by side.

@@ -7,17 +7,22 @@
 //! findings (`findings.rs`), one file each: `sarif.rs`, `annotations.rs`
 //! (GitHub), `gitlab.rs`, `markdown.rs`; `baseline.rs` accepts findings;
 //! meshcheck.toml's model and resolution `config.rs`.
+//! The HTML report card is `html.rs`; the comparison behind `compare`
+//! `compare.rs` (with `stilldiff.rs`).
 
 pub mod annotations;
 pub mod args;
 pub mod baseline;
 pub mod catalog_cmd;
+pub mod compare;
+pub mod compare_cmd;
 pub mod config;
 pub mod config_cmd;
 pub mod diag;
 pub mod findings;
 pub mod generate;
 pub mod gitlab;
+pub mod html;
 #[cfg(all(feature = "render", feature = "vision"))]
 pub mod inspect_cmd;
 pub mod markdown;
@@ -29,6 +34,7 @@ pub mod render_cmd;
 pub mod sarif;
 #[cfg(feature = "serve")]
 pub mod serve_cmd;
+pub mod stilldiff;
 pub mod validate;
 pub mod values;
 
@@ -48,6 +54,7 @@ pub fn main() -> i32 {
     };
     let result = match cli.command {
         Command::Validate(args) => validate::run(*args),
+        Command::Compare(args) => compare_cmd::run(args),
         Command::Checks(args) => catalog_cmd::checks(args),
         Command::Profiles(args) => catalog_cmd::profiles(args),
         Command::Config(args) => config_cmd::run(args),

@@ -39,7 +39,7 @@ pub struct RenderArgs {
     pub lighting: Lighting,
     /// Also render a turntable GIF, e.g. '{"frames":36,"format":"gif","size":512}'
     /// (frames 8..120, default 36; size 128..1024, default 512; gif only).
-    #[arg(long, value_name = "JSON", value_parser = parse_turntable)]
+    #[arg(long, value_name = "JSON", value_parser = super::values::turntable_spec)]
     pub turntable: Option<TurntableSpec>,
     /// Folder for the PNGs and turntable.gif [default: FILE-STEM-render].
     #[arg(long, value_name = "DIR")]
@@ -66,12 +66,6 @@ pub fn parse_angles(s: &str) -> std::result::Result<AngleList, String> {
 /// Parses `--background`.
 pub fn parse_background(s: &str) -> std::result::Result<Background, String> {
     Background::parse(s)
-}
-
-/// Parses `--turntable` (its checks, such as the format, come later as BAD_REQUEST).
-pub fn parse_turntable(s: &str) -> std::result::Result<TurntableSpec, String> {
-    serde_json::from_str(s)
-        .map_err(|e| format!("expected a JSON object such as {{\"frames\":36,\"format\":\"gif\",\"size\":512}}: {e}"))
 }
 
 fn read_input(path: &Path) -> Result<Input> {

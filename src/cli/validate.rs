@@ -7,6 +7,7 @@
 use super::baseline::{self, Baseline};
 pub use super::config::FailOn;
 use super::config::{self, Plan, SettingFlags};
+use super::html;
 use super::output::{self, FileResult, Job};
 use super::values::positive_seconds;
 use super::{annotations, diag, findings, gitlab, markdown, sarif};
@@ -37,6 +38,9 @@ pub enum Format {
     Gitlab,
     /// Markdown for a pull-request comment: verdicts, measured vs threshold.
     Markdown,
+    /// One self-contained HTML report card (a folder: an index and a card
+    /// per file); in full mode with the stills inline.
+    Html,
 }
 
 /// Arguments of `meshcheck validate`.
@@ -79,6 +83,12 @@ pub struct ValidateArgs {
     /// With --mode full: stamp this text on the stills.
     #[arg(long, value_name = "TEXT")]
     pub watermark: Option<String>,
+    /// With --format html and --mode full: also a turntable GIF per file;
+    /// `--turntable='{"frames":36,"size":512}'` sets frames (8..120) and size
+    /// (128..1024) [default: 36 frames of 256 px].
+    #[arg(long, value_name = "JSON", num_args = 0..=1, require_equals = true,
+          default_missing_value = r#"{"size":256}"#, value_parser = super::values::turntable_spec_boxed)]
+    pub turntable: Option<Box<crate::report::TurntableSpec>>,
 }
 
 const EXTENSIONS: &[&str] = &["glb", "gltf", "zip"];
@@ -184,27 +194,84 @@ fn read_input(job: &Job) -> Result<Input> {
                 .lock()
                 .read_to_end(&mut bytes)
                 .map_err(|e| Error::bad_request(format!("cannot read standard input: {e}")))?;
-            let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
-            Ok(Input { filename: "-".into(), bytes, resolver: Box::new(crate::asset::bundle::DirResolver::new(cwd)) })
+            Ok(stdin_input(bytes))
         }
     }
+}
+
+/// Standard input's bytes as an input; its resources are read from the current directory.
+fn stdin_input(bytes: Vec<u8>) -> Input {
+    let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
+    Input { filename: "-".into(), bytes, resolver: Box::new(crate::asset::bundle::DirResolver::new(cwd)) }
 }
 
 /// Validates one job. With `shots_dir` (full mode, `--screenshots`), the
 /// standard stills are written into `shots_dir/NAME-screenshots/` and listed
 /// in the report.
 pub fn validate_job(job: &Job, opts: &Options, shots_dir: Option<&Path>) -> FileResult {
-    let result = read_input(job).and_then(|input| match shots_dir {
-        None => engine::validate(input, opts),
-        Some(base) => {
-            let (mut report, stills) = engine::validate_with_stills(input, opts)?;
-            if let Some(rendered) = stills {
+    validate_job_for_card(job, opts, shots_dir, None).0
+}
+
+/// [`validate_job`], and with `card` (`--format html`) the pictures of the
+/// file's report card: the stills a full-mode run drew and, when `card`
+/// holds a turntable request, its GIF (the input read a second time).
+pub fn validate_job_for_card(
+    job: &Job,
+    opts: &Options,
+    shots_dir: Option<&Path>,
+    card: Option<&Option<crate::report::TurntableSpec>>,
+) -> (FileResult, Option<html::Visuals>) {
+    let mut visuals = None;
+    let result = read_input(job).and_then(|input| {
+        if shots_dir.is_none() && card.is_none() {
+            return engine::validate(input, opts);
+        }
+        // Standard input cannot be read twice: its bytes are kept for the turntable.
+        let kept = (card.is_some_and(Option::is_some) && job.path.is_none()).then(|| input.bytes.clone());
+        let (mut report, stills) = engine::validate_with_stills(input, opts)?;
+        if let Some(rendered) = stills {
+            if let Some(base) = shots_dir {
                 report.screenshots = Some(write_stills(base, job, &rendered)?);
             }
-            Ok(report)
+            if let Some(turntable) = card {
+                visuals = Some(card_visuals(job, opts, &rendered, turntable.as_ref(), kept)?);
+            }
         }
+        Ok(report)
     });
-    FileResult { job: job.clone(), result }
+    (FileResult { job: job.clone(), result }, visuals)
+}
+
+#[cfg(not(feature = "render"))]
+fn card_visuals(
+    _: &Job,
+    _: &Options,
+    rendered: &engine::Rendered,
+    _: Option<&crate::report::TurntableSpec>,
+    _: Option<Vec<u8>>,
+) -> Result<html::Visuals> {
+    match *rendered {}
+}
+
+#[cfg(feature = "render")]
+fn card_visuals(
+    job: &Job,
+    opts: &Options,
+    rendered: &engine::Rendered,
+    turntable: Option<&crate::report::TurntableSpec>,
+    kept: Option<Vec<u8>>,
+) -> Result<html::Visuals> {
+    let turntable = match turntable {
+        None => None,
+        Some(spec) => {
+            let input = match kept {
+                Some(bytes) => stdin_input(bytes),
+                None => read_input(job)?,
+            };
+            Some(engine::turntable(input, spec, &opts.drawer)?)
+        }
+    };
+    Ok(html::Visuals { stills: html::card_stills(rendered), turntable })
 }
 
 #[cfg(not(feature = "render"))]
@@ -266,6 +333,29 @@ pub fn exit_code(outcome: &FileResult, fail_on: FailOn) -> i32 {
     }
 }
 
+/// `--format html`: the card's turntable request (`Some(None)`: stills
+/// only); `None` for other formats. `--turntable` needs the card, full mode
+/// and the renderer.
+fn card_request(args: &ValidateArgs, format: Format, plan: &Plan) -> Result<Option<Option<crate::report::TurntableSpec>>> {
+    if args.turntable.is_some() {
+        if format != Format::Html || !plan.options.iter().any(|o| o.mode == Mode::Full) {
+            return Err(Error::bad_request("--turntable needs --format html and --mode full"));
+        }
+        if !cfg!(feature = "render") {
+            return Err(Error::bad_request(
+                "--turntable needs the renderer, which is not in this build (the `render` feature)",
+            ));
+        }
+        #[cfg(feature = "render")]
+        engine::RenderJob {
+            request: crate::render::Request::standard(128),
+            turntable: args.turntable.as_deref().cloned(),
+        }
+        .check()?;
+    }
+    Ok((format == Format::Html).then(|| args.turntable.as_deref().cloned()))
+}
+
 /// Runs `meshcheck validate`.
 pub fn run(args: ValidateArgs) -> Result<i32> {
     let accepted = args.baseline.as_deref().map(|p| Baseline::read(p).map(|b| (p, b))).transpose()?;
@@ -281,6 +371,7 @@ pub fn run(args: ValidateArgs) -> Result<i32> {
         args.screenshots.then(|| args.output_dir.clone().unwrap_or_else(|| PathBuf::from(".")));
     let stdout_tty = std::io::stdout().is_terminal();
     let format = args.format.unwrap_or(if stdout_tty { Format::Table } else { Format::Json });
+    let card = card_request(&args, format, &plan)?;
     let threads = args.jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())).max(1);
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(threads)
@@ -295,19 +386,20 @@ pub fn run(args: ValidateArgs) -> Result<i32> {
         );
         bar
     });
-    let outcomes: Vec<FileResult> = pool.install(|| {
+    let outcomes = pool.install(|| {
         jobs.par_iter()
             .zip(&plan.inputs)
             .map(|(job, (i, _))| {
-                let o = validate_job(job, &plan.options[*i], shots_dir.as_deref());
+                let o = validate_job_for_card(job, &plan.options[*i], shots_dir.as_deref(), card.as_ref());
                 if let Some(b) = &bar {
                     b.set_message(job.display.clone());
                     b.inc(1);
                 }
                 o
             })
-            .collect()
+            .collect::<Vec<_>>()
     });
+    let (outcomes, visuals): (Vec<FileResult>, Vec<Option<html::Visuals>>) = outcomes.into_iter().unzip();
     if let Some(b) = bar {
         b.finish_and_clear();
     }
@@ -346,6 +438,7 @@ pub fn run(args: ValidateArgs) -> Result<i32> {
         }
         Format::Gitlab => gitlab::gitlab(&found),
         Format::Markdown => markdown::markdown(&found),
+        Format::Html => html::report_card(&outcomes, &visuals, single),
     };
     output::emit(&text);
     // Each file is judged by its own fail_on (meshcheck.toml may set it per path).
