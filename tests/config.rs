@@ -299,6 +299,13 @@ fn each_file_exits_by_its_own_fail_on() {
     assert_eq!(a["verdict"], "warn");
     assert_eq!(a["verdict"], b["verdict"]);
     assert_eq!(a["profile"], b["profile"]);
+    // Against a baseline, each file's new findings are weighed by its own fail_on.
+    assert_eq!(code(&["validate", ".", "--write-baseline", "base.json"]), Some(0));
+    assert_eq!(code(&["validate", ".", "--baseline", "base.json"]), Some(0));
+    place(root, "loose/new.glb", "Fox.glb");
+    assert_eq!(code(&["validate", ".", "--baseline", "base.json"]), Some(0), "a new warning where warnings pass");
+    place(root, "strict/new.glb", "Fox.glb");
+    assert_eq!(code(&["validate", ".", "--baseline", "base.json"]), Some(1), "a new warning under strict/");
 }
 
 /// The ```toml blocks of docs/config.md.

@@ -9,7 +9,9 @@ set -uo pipefail
 read -r -a paths <<< "${MC_PATHS:-.}"
 read -r -a extra <<< "${MC_ARGS:-}"
 if [ "${#paths[@]}" -eq 0 ]; then paths=(.); fi
-common=(validate "${paths[@]}" --fail-on "${MC_FAIL_ON:-fail}")
+common=(validate "${paths[@]}")
+# Flags win over meshcheck.toml: pass only the inputs that were set.
+if [ -n "${MC_FAIL_ON:-}" ]; then common+=(--fail-on "$MC_FAIL_ON"); fi
 if [ -n "${MC_PROFILE:-}" ]; then common+=(--profile "$MC_PROFILE"); fi
 if [ -n "${MC_BASELINE:-}" ]; then common+=(--baseline "$MC_BASELINE"); fi
 common+=("${extra[@]}")
