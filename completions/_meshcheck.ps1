@@ -26,6 +26,7 @@ Register-ArgumentCompleter -Native -CommandName 'meshcheck' -ScriptBlock {
             [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
             [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
             [CompletionResult]::new('validate', 'validate', [CompletionResultType]::ParameterValue, 'Validate assets (files or folders) and print their reports')
+            [CompletionResult]::new('compare', 'compare', [CompletionResultType]::ParameterValue, 'Compare two assets or two reports: status changes and deltas; exit 1 when NEW is worse')
             [CompletionResult]::new('checks', 'checks', [CompletionResultType]::ParameterValue, 'List the check catalog with the thresholds of a profile')
             [CompletionResult]::new('profiles', 'profiles', [CompletionResultType]::ParameterValue, 'Show the built-in budget profiles side by side')
             [CompletionResult]::new('config', 'config', [CompletionResultType]::ParameterValue, 'Show the settings a file gets from meshcheck.toml and the flags, and where each came from')
@@ -57,8 +58,25 @@ Register-ArgumentCompleter -Native -CommandName 'meshcheck' -ScriptBlock {
             [CompletionResult]::new('-j', '-j', [CompletionResultType]::ParameterName, 'Files validated in parallel [default: all cores]')
             [CompletionResult]::new('--jobs', '--jobs', [CompletionResultType]::ParameterName, 'Files validated in parallel [default: all cores]')
             [CompletionResult]::new('--watermark', '--watermark', [CompletionResultType]::ParameterName, 'With --mode full: stamp this text on the stills')
+            [CompletionResult]::new('--turntable', '--turntable', [CompletionResultType]::ParameterName, 'With --format html and --mode full: also a turntable GIF per file; `--turntable=''{"frames":36,"size":512}''` sets frames (8..120) and size (128..1024) [default: 36 frames of 256 px]')
             [CompletionResult]::new('--no-config', '--no-config', [CompletionResultType]::ParameterName, 'Read no meshcheck.toml: defaults and flags only')
             [CompletionResult]::new('--screenshots', '--screenshots', [CompletionResultType]::ParameterName, 'With --mode full: write the six standard stills next to the report (into --output-dir, or NAME-screenshots/ in the current directory) and list them under `screenshots`')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'meshcheck;compare' {
+            [CompletionResult]::new('--format', '--format', [CompletionResultType]::ParameterName, 'Output format [default: table on a terminal, json otherwise]')
+            [CompletionResult]::new('--tolerance', '--tolerance', [CompletionResultType]::ParameterName, 'How much a budget figure (a check''s gauge value such as triangles or texture memory, or a stats count) may grow before NEW is worse, in % of OLD''s value')
+            [CompletionResult]::new('--profile', '--profile', [CompletionResultType]::ParameterName, 'Budget profile for asset sides: web, mobile, pc, hero, or a .toml file')
+            [CompletionResult]::new('--override', '--override', [CompletionResultType]::ParameterName, 'Replace one budget for asset sides (repeatable), as for validate')
+            [CompletionResult]::new('--weld-tolerance', '--weld-tolerance', [CompletionResultType]::ParameterName, 'Weld tolerance for asset sides, in metres [default: the profile''s, 1e-5]')
+            [CompletionResult]::new('--only', '--only', [CompletionResultType]::ParameterName, 'Run and compare only these checks or families')
+            [CompletionResult]::new('--skip', '--skip', [CompletionResultType]::ParameterName, 'Skip these checks or families (not run, not compared)')
+            [CompletionResult]::new('--mode', '--mode', [CompletionResultType]::ParameterName, 'checks_only, or full (the renderer draws both assets'' stills)')
+            [CompletionResult]::new('--validator-timeout', '--validator-timeout', [CompletionResultType]::ParameterName, 'Seconds the glTF-Validator may spend on one file')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
@@ -255,6 +273,7 @@ Register-ArgumentCompleter -Native -CommandName 'meshcheck' -ScriptBlock {
         }
         'meshcheck;help' {
             [CompletionResult]::new('validate', 'validate', [CompletionResultType]::ParameterValue, 'Validate assets (files or folders) and print their reports')
+            [CompletionResult]::new('compare', 'compare', [CompletionResultType]::ParameterValue, 'Compare two assets or two reports: status changes and deltas; exit 1 when NEW is worse')
             [CompletionResult]::new('checks', 'checks', [CompletionResultType]::ParameterValue, 'List the check catalog with the thresholds of a profile')
             [CompletionResult]::new('profiles', 'profiles', [CompletionResultType]::ParameterValue, 'Show the built-in budget profiles side by side')
             [CompletionResult]::new('config', 'config', [CompletionResultType]::ParameterValue, 'Show the settings a file gets from meshcheck.toml and the flags, and where each came from')
@@ -270,6 +289,9 @@ Register-ArgumentCompleter -Native -CommandName 'meshcheck' -ScriptBlock {
             break
         }
         'meshcheck;help;validate' {
+            break
+        }
+        'meshcheck;help;compare' {
             break
         }
         'meshcheck;help;checks' {

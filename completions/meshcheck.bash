@@ -22,6 +22,9 @@ _meshcheck() {
             meshcheck,checks)
                 cmd="meshcheck__subcmd__checks"
                 ;;
+            meshcheck,compare)
+                cmd="meshcheck__subcmd__compare"
+                ;;
             meshcheck,config)
                 cmd="meshcheck__subcmd__config"
                 ;;
@@ -78,6 +81,9 @@ _meshcheck() {
                 ;;
             meshcheck__subcmd__help,checks)
                 cmd="meshcheck__subcmd__help__subcmd__checks"
+                ;;
+            meshcheck__subcmd__help,compare)
+                cmd="meshcheck__subcmd__help__subcmd__compare"
                 ;;
             meshcheck__subcmd__help,config)
                 cmd="meshcheck__subcmd__help__subcmd__config"
@@ -149,7 +155,7 @@ _meshcheck() {
 
     case "${cmd}" in
         meshcheck)
-            opts="-h -V --help --version validate checks profiles config render inspect serve accounts keys mcp generate render-worker help"
+            opts="-h -V --help --version validate compare checks profiles config render inspect serve accounts keys mcp generate render-worker help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -302,6 +308,56 @@ _meshcheck() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        meshcheck__subcmd__compare)
+            opts="-h -V --format --tolerance --profile --override --weld-tolerance --only --skip --mode --validator-timeout --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --format)
+                    COMPREPLY=($(compgen -W "table json markdown html" -- "${cur}"))
+                    return 0
+                    ;;
+                --tolerance)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --profile)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --override)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --weld-tolerance)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --only)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --skip)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --mode)
+                    COMPREPLY=($(compgen -W "checks_only full" -- "${cur}"))
+                    return 0
+                    ;;
+                --validator-timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         meshcheck__subcmd__config)
             opts="-h -V --format --profile --override --weld-tolerance --only --skip --fail-on --mode --config --no-config --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
@@ -371,7 +427,7 @@ _meshcheck() {
             return 0
             ;;
         meshcheck__subcmd__help)
-            opts="validate checks profiles config render inspect serve accounts keys mcp generate render-worker help"
+            opts="validate compare checks profiles config render inspect serve accounts keys mcp generate render-worker help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -427,6 +483,20 @@ _meshcheck() {
             return 0
             ;;
         meshcheck__subcmd__help__subcmd__checks)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        meshcheck__subcmd__help__subcmd__compare)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -901,14 +971,14 @@ _meshcheck() {
             return 0
             ;;
         meshcheck__subcmd__validate)
-            opts="-j -h -V --format --output-dir --profile --override --weld-tolerance --only --skip --fail-on --mode --config --no-config --baseline --write-baseline --validator-timeout --jobs --screenshots --watermark --help --version"
+            opts="-j -h -V --format --output-dir --profile --override --weld-tolerance --only --skip --fail-on --mode --config --no-config --baseline --write-baseline --validator-timeout --jobs --screenshots --watermark --turntable --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
                 --format)
-                    COMPREPLY=($(compgen -W "table json junit sarif github gitlab markdown" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table json junit sarif github gitlab markdown html" -- "${cur}"))
                     return 0
                     ;;
                 --output-dir)
@@ -968,6 +1038,10 @@ _meshcheck() {
                     return 0
                     ;;
                 --watermark)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --turntable)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

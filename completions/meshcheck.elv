@@ -23,6 +23,7 @@ set edit:completion:arg-completer[meshcheck] = {|@words|
             cand -V 'Print version'
             cand --version 'Print version'
             cand validate 'Validate assets (files or folders) and print their reports'
+            cand compare 'Compare two assets or two reports: status changes and deltas; exit 1 when NEW is worse'
             cand checks 'List the check catalog with the thresholds of a profile'
             cand profiles 'Show the built-in budget profiles side by side'
             cand config 'Show the settings a file gets from meshcheck.toml and the flags, and where each came from'
@@ -53,8 +54,24 @@ set edit:completion:arg-completer[meshcheck] = {|@words|
             cand -j 'Files validated in parallel [default: all cores]'
             cand --jobs 'Files validated in parallel [default: all cores]'
             cand --watermark 'With --mode full: stamp this text on the stills'
+            cand --turntable 'With --format html and --mode full: also a turntable GIF per file; `--turntable=''{"frames":36,"size":512}''` sets frames (8..120) and size (128..1024) [default: 36 frames of 256 px]'
             cand --no-config 'Read no meshcheck.toml: defaults and flags only'
             cand --screenshots 'With --mode full: write the six standard stills next to the report (into --output-dir, or NAME-screenshots/ in the current directory) and list them under `screenshots`'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'meshcheck;compare'= {
+            cand --format 'Output format [default: table on a terminal, json otherwise]'
+            cand --tolerance 'How much a budget figure (a check''s gauge value such as triangles or texture memory, or a stats count) may grow before NEW is worse, in % of OLD''s value'
+            cand --profile 'Budget profile for asset sides: web, mobile, pc, hero, or a .toml file'
+            cand --override 'Replace one budget for asset sides (repeatable), as for validate'
+            cand --weld-tolerance 'Weld tolerance for asset sides, in metres [default: the profile''s, 1e-5]'
+            cand --only 'Run and compare only these checks or families'
+            cand --skip 'Skip these checks or families (not run, not compared)'
+            cand --mode 'checks_only, or full (the renderer draws both assets'' stills)'
+            cand --validator-timeout 'Seconds the glTF-Validator may spend on one file'
             cand -h 'Print help (see more with ''--help'')'
             cand --help 'Print help (see more with ''--help'')'
             cand -V 'Print version'
@@ -227,6 +244,7 @@ set edit:completion:arg-completer[meshcheck] = {|@words|
         }
         &'meshcheck;help'= {
             cand validate 'Validate assets (files or folders) and print their reports'
+            cand compare 'Compare two assets or two reports: status changes and deltas; exit 1 when NEW is worse'
             cand checks 'List the check catalog with the thresholds of a profile'
             cand profiles 'Show the built-in budget profiles side by side'
             cand config 'Show the settings a file gets from meshcheck.toml and the flags, and where each came from'
@@ -241,6 +259,8 @@ set edit:completion:arg-completer[meshcheck] = {|@words|
             cand help 'Print this message or the help of the given subcommand(s)'
         }
         &'meshcheck;help;validate'= {
+        }
+        &'meshcheck;help;compare'= {
         }
         &'meshcheck;help;checks'= {
         }

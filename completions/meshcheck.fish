@@ -27,6 +27,7 @@ end
 complete -c meshcheck -n "__fish_meshcheck_needs_command" -s h -l help -d 'Print help'
 complete -c meshcheck -n "__fish_meshcheck_needs_command" -s V -l version -d 'Print version'
 complete -c meshcheck -n "__fish_meshcheck_needs_command" -f -a "validate" -d 'Validate assets (files or folders) and print their reports'
+complete -c meshcheck -n "__fish_meshcheck_needs_command" -f -a "compare" -d 'Compare two assets or two reports: status changes and deltas; exit 1 when NEW is worse'
 complete -c meshcheck -n "__fish_meshcheck_needs_command" -f -a "checks" -d 'List the check catalog with the thresholds of a profile'
 complete -c meshcheck -n "__fish_meshcheck_needs_command" -f -a "profiles" -d 'Show the built-in budget profiles side by side'
 complete -c meshcheck -n "__fish_meshcheck_needs_command" -f -a "config" -d 'Show the settings a file gets from meshcheck.toml and the flags, and where each came from'
@@ -45,7 +46,8 @@ junit\t'JUnit XML: one testcase per check per file'
 sarif\t'SARIF 2.1.0: a rule per check, a result per finding (GitHub code scanning)'
 github\t'GitHub Actions workflow commands (annotations), and a job summary in $GITHUB_STEP_SUMMARY when it is set'
 gitlab\t'GitLab Code Quality JSON'
-markdown\t'Markdown for a pull-request comment: verdicts, measured vs threshold'"
+markdown\t'Markdown for a pull-request comment: verdicts, measured vs threshold'
+html\t'One self-contained HTML report card (a folder: an index and a card per file); in full mode with the stills inline'"
 complete -c meshcheck -n "__fish_meshcheck_using_subcommand validate" -l output-dir -d 'Also write one NAME.report.json per input into DIR (mirroring subfolders)' -r -F
 complete -c meshcheck -n "__fish_meshcheck_using_subcommand validate" -l profile -d 'Budget profile: web, mobile, pc, hero, or a path to a .toml file [default: meshcheck.toml\'s, else web]' -r
 complete -c meshcheck -n "__fish_meshcheck_using_subcommand validate" -l override -d 'Replace one budget (repeatable): max_tris, max_verts, max_texture_dim, max_texture_mem, max_materials, max_draw_calls, max_file_bytes, min_extent, max_extent' -r
@@ -62,10 +64,26 @@ complete -c meshcheck -n "__fish_meshcheck_using_subcommand validate" -l write-b
 complete -c meshcheck -n "__fish_meshcheck_using_subcommand validate" -l validator-timeout -d 'Seconds the glTF-Validator may spend on one file before SPEC-001 is skipped with "validator timed out"' -r
 complete -c meshcheck -n "__fish_meshcheck_using_subcommand validate" -s j -l jobs -d 'Files validated in parallel [default: all cores]' -r
 complete -c meshcheck -n "__fish_meshcheck_using_subcommand validate" -l watermark -d 'With --mode full: stamp this text on the stills' -r
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand validate" -l turntable -d 'With --format html and --mode full: also a turntable GIF per file; `--turntable=\'{"frames":36,"size":512}\'` sets frames (8..120) and size (128..1024) [default: 36 frames of 256 px]' -r
 complete -c meshcheck -n "__fish_meshcheck_using_subcommand validate" -l no-config -d 'Read no meshcheck.toml: defaults and flags only'
 complete -c meshcheck -n "__fish_meshcheck_using_subcommand validate" -l screenshots -d 'With --mode full: write the six standard stills next to the report (into --output-dir, or NAME-screenshots/ in the current directory) and list them under `screenshots`'
 complete -c meshcheck -n "__fish_meshcheck_using_subcommand validate" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c meshcheck -n "__fish_meshcheck_using_subcommand validate" -s V -l version -d 'Print version'
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand compare" -l format -d 'Output format [default: table on a terminal, json otherwise]' -r -f -a "table\t'Tables of status changes and deltas (default on a terminal)'
+json\t'The comparison as JSON (default otherwise)'
+markdown\t'Markdown, for a pull-request comment or a job summary'
+html\t'One self-contained HTML page; with --mode full, the stills of both sides side by side with a per-view difference'"
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand compare" -l tolerance -d 'How much a budget figure (a check\'s gauge value such as triangles or texture memory, or a stats count) may grow before NEW is worse, in % of OLD\'s value' -r
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand compare" -l profile -d 'Budget profile for asset sides: web, mobile, pc, hero, or a .toml file' -r
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand compare" -l override -d 'Replace one budget for asset sides (repeatable), as for validate' -r
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand compare" -l weld-tolerance -d 'Weld tolerance for asset sides, in metres [default: the profile\'s, 1e-5]' -r
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand compare" -l only -d 'Run and compare only these checks or families' -r
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand compare" -l skip -d 'Skip these checks or families (not run, not compared)' -r
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand compare" -l mode -d 'checks_only, or full (the renderer draws both assets\' stills)' -r -f -a "checks_only\t'Measurements only; RND checks are skipped'
+full\t'Measurements plus the renderer'"
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand compare" -l validator-timeout -d 'Seconds the glTF-Validator may spend on one file' -r
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand compare" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand compare" -s V -l version -d 'Print version'
 complete -c meshcheck -n "__fish_meshcheck_using_subcommand checks" -l profile -d 'Show thresholds under this profile (a name or a .toml path)' -r
 complete -c meshcheck -n "__fish_meshcheck_using_subcommand checks" -l format -d 'Output format [default: table on a terminal, json otherwise]' -r -f -a "table\t'A table'
 json\t'JSON'"
@@ -164,19 +182,20 @@ complete -c meshcheck -n "__fish_meshcheck_using_subcommand generate" -s h -l he
 complete -c meshcheck -n "__fish_meshcheck_using_subcommand generate" -s V -l version -d 'Print version'
 complete -c meshcheck -n "__fish_meshcheck_using_subcommand render-worker" -s h -l help -d 'Print help'
 complete -c meshcheck -n "__fish_meshcheck_using_subcommand render-worker" -s V -l version -d 'Print version'
-complete -c meshcheck -n "__fish_meshcheck_using_subcommand help; and not __fish_seen_subcommand_from validate checks profiles config render inspect serve accounts keys mcp generate render-worker help" -f -a "validate" -d 'Validate assets (files or folders) and print their reports'
-complete -c meshcheck -n "__fish_meshcheck_using_subcommand help; and not __fish_seen_subcommand_from validate checks profiles config render inspect serve accounts keys mcp generate render-worker help" -f -a "checks" -d 'List the check catalog with the thresholds of a profile'
-complete -c meshcheck -n "__fish_meshcheck_using_subcommand help; and not __fish_seen_subcommand_from validate checks profiles config render inspect serve accounts keys mcp generate render-worker help" -f -a "profiles" -d 'Show the built-in budget profiles side by side'
-complete -c meshcheck -n "__fish_meshcheck_using_subcommand help; and not __fish_seen_subcommand_from validate checks profiles config render inspect serve accounts keys mcp generate render-worker help" -f -a "config" -d 'Show the settings a file gets from meshcheck.toml and the flags, and where each came from'
-complete -c meshcheck -n "__fish_meshcheck_using_subcommand help; and not __fish_seen_subcommand_from validate checks profiles config render inspect serve accounts keys mcp generate render-worker help" -f -a "render" -d 'Render stills (and a turntable GIF) of one asset under the studio rig'
-complete -c meshcheck -n "__fish_meshcheck_using_subcommand help; and not __fish_seen_subcommand_from validate checks profiles config render inspect serve accounts keys mcp generate render-worker help" -f -a "inspect" -d 'Ask a vision model about the renders (VIS-001, VIS-002, VIS-003)'
-complete -c meshcheck -n "__fish_meshcheck_using_subcommand help; and not __fish_seen_subcommand_from validate checks profiles config render inspect serve accounts keys mcp generate render-worker help" -f -a "serve" -d 'Run the /v1 HTTP API (accounts, credits, uploads, jobs, webhooks)'
-complete -c meshcheck -n "__fish_meshcheck_using_subcommand help; and not __fish_seen_subcommand_from validate checks profiles config render inspect serve accounts keys mcp generate render-worker help" -f -a "accounts" -d 'Create and list service accounts (in the server\'s data folder)'
-complete -c meshcheck -n "__fish_meshcheck_using_subcommand help; and not __fish_seen_subcommand_from validate checks profiles config render inspect serve accounts keys mcp generate render-worker help" -f -a "keys" -d 'Create and revoke API keys of service accounts'
-complete -c meshcheck -n "__fish_meshcheck_using_subcommand help; and not __fish_seen_subcommand_from validate checks profiles config render inspect serve accounts keys mcp generate render-worker help" -f -a "mcp" -d 'Serve meshcheck\'s tools to agents over MCP on stdio (docs/mcp.md)'
-complete -c meshcheck -n "__fish_meshcheck_using_subcommand help; and not __fish_seen_subcommand_from validate checks profiles config render inspect serve accounts keys mcp generate render-worker help" -f -a "generate" -d 'Regenerate completions, man pages, schemas and docs/checks.md (for maintainers)'
-complete -c meshcheck -n "__fish_meshcheck_using_subcommand help; and not __fish_seen_subcommand_from validate checks profiles config render inspect serve accounts keys mcp generate render-worker help" -f -a "render-worker" -d 'Draw stills over stdin and stdout (started by `meshcheck serve`, and by `meshcheck validate --mode full` for more than one file)'
-complete -c meshcheck -n "__fish_meshcheck_using_subcommand help; and not __fish_seen_subcommand_from validate checks profiles config render inspect serve accounts keys mcp generate render-worker help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand help; and not __fish_seen_subcommand_from validate compare checks profiles config render inspect serve accounts keys mcp generate render-worker help" -f -a "validate" -d 'Validate assets (files or folders) and print their reports'
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand help; and not __fish_seen_subcommand_from validate compare checks profiles config render inspect serve accounts keys mcp generate render-worker help" -f -a "compare" -d 'Compare two assets or two reports: status changes and deltas; exit 1 when NEW is worse'
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand help; and not __fish_seen_subcommand_from validate compare checks profiles config render inspect serve accounts keys mcp generate render-worker help" -f -a "checks" -d 'List the check catalog with the thresholds of a profile'
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand help; and not __fish_seen_subcommand_from validate compare checks profiles config render inspect serve accounts keys mcp generate render-worker help" -f -a "profiles" -d 'Show the built-in budget profiles side by side'
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand help; and not __fish_seen_subcommand_from validate compare checks profiles config render inspect serve accounts keys mcp generate render-worker help" -f -a "config" -d 'Show the settings a file gets from meshcheck.toml and the flags, and where each came from'
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand help; and not __fish_seen_subcommand_from validate compare checks profiles config render inspect serve accounts keys mcp generate render-worker help" -f -a "render" -d 'Render stills (and a turntable GIF) of one asset under the studio rig'
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand help; and not __fish_seen_subcommand_from validate compare checks profiles config render inspect serve accounts keys mcp generate render-worker help" -f -a "inspect" -d 'Ask a vision model about the renders (VIS-001, VIS-002, VIS-003)'
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand help; and not __fish_seen_subcommand_from validate compare checks profiles config render inspect serve accounts keys mcp generate render-worker help" -f -a "serve" -d 'Run the /v1 HTTP API (accounts, credits, uploads, jobs, webhooks)'
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand help; and not __fish_seen_subcommand_from validate compare checks profiles config render inspect serve accounts keys mcp generate render-worker help" -f -a "accounts" -d 'Create and list service accounts (in the server\'s data folder)'
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand help; and not __fish_seen_subcommand_from validate compare checks profiles config render inspect serve accounts keys mcp generate render-worker help" -f -a "keys" -d 'Create and revoke API keys of service accounts'
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand help; and not __fish_seen_subcommand_from validate compare checks profiles config render inspect serve accounts keys mcp generate render-worker help" -f -a "mcp" -d 'Serve meshcheck\'s tools to agents over MCP on stdio (docs/mcp.md)'
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand help; and not __fish_seen_subcommand_from validate compare checks profiles config render inspect serve accounts keys mcp generate render-worker help" -f -a "generate" -d 'Regenerate completions, man pages, schemas and docs/checks.md (for maintainers)'
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand help; and not __fish_seen_subcommand_from validate compare checks profiles config render inspect serve accounts keys mcp generate render-worker help" -f -a "render-worker" -d 'Draw stills over stdin and stdout (started by `meshcheck serve`, and by `meshcheck validate --mode full` for more than one file)'
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand help; and not __fish_seen_subcommand_from validate compare checks profiles config render inspect serve accounts keys mcp generate render-worker help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c meshcheck -n "__fish_meshcheck_using_subcommand help; and __fish_seen_subcommand_from accounts" -f -a "create" -d 'Create an account and print its first API key (shown once)'
 complete -c meshcheck -n "__fish_meshcheck_using_subcommand help; and __fish_seen_subcommand_from accounts" -f -a "list" -d 'List accounts with their plan, balance and keys (prefixes only)'
 complete -c meshcheck -n "__fish_meshcheck_using_subcommand help; and __fish_seen_subcommand_from keys" -f -a "create" -d 'Make another key for an account and print it (shown once)'

@@ -336,7 +336,11 @@ pub fn exit_code(outcome: &FileResult, fail_on: FailOn) -> i32 {
 /// `--format html`: the card's turntable request (`Some(None)`: stills
 /// only); `None` for other formats. `--turntable` needs the card, full mode
 /// and the renderer.
-fn card_request(args: &ValidateArgs, format: Format, plan: &Plan) -> Result<Option<Option<crate::report::TurntableSpec>>> {
+fn card_request(
+    args: &ValidateArgs,
+    format: Format,
+    plan: &Plan,
+) -> Result<Option<Option<crate::report::TurntableSpec>>> {
     if args.turntable.is_some() {
         if format != Format::Html || !plan.options.iter().any(|o| o.mode == Mode::Full) {
             return Err(Error::bad_request("--turntable needs --format html and --mode full"));
