@@ -5,7 +5,8 @@
 # the built binary on PATH. The passing asset passes; the failing one stops
 # the commit. Usage: tests/pre_commit_check.sh PYTHON MESHCHECK_BIN
 set -euo pipefail
-python="$1"
+# Both paths may be relative to the checkout: make them absolute before cd.
+python="$(cd "$(dirname "$1")" && pwd)/$(basename "$1")"
 bin_dir="$(cd "$(dirname "$2")" && pwd)"
 here="$(cd "$(dirname "$0")/.." && pwd)"
 work="$(mktemp -d)"
