@@ -309,7 +309,7 @@ _meshcheck() {
             return 0
             ;;
         meshcheck__subcmd__compare)
-            opts="-h -V --format --tolerance --profile --override --weld-tolerance --only --skip --mode --validator-timeout --help --version"
+            opts="-h -V --format --tolerance --profile --override --weld-tolerance --only --skip --mode --config --no-config --validator-timeout --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -347,6 +347,10 @@ _meshcheck() {
                     COMPREPLY=($(compgen -W "checks_only full" -- "${cur}"))
                     return 0
                     ;;
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --validator-timeout)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -359,7 +363,7 @@ _meshcheck() {
             return 0
             ;;
         meshcheck__subcmd__config)
-            opts="-h -V --format --profile --override --weld-tolerance --only --skip --fail-on --mode --config --no-config --help --version"
+            opts="-h -V --format --profile --override --weld-tolerance --only --skip --mode --config --no-config --fail-on --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -389,16 +393,16 @@ _meshcheck() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
-                --fail-on)
-                    COMPREPLY=($(compgen -W "fail warn" -- "${cur}"))
-                    return 0
-                    ;;
                 --mode)
                     COMPREPLY=($(compgen -W "checks_only full" -- "${cur}"))
                     return 0
                     ;;
                 --config)
                     COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --fail-on)
+                    COMPREPLY=($(compgen -W "fail warn" -- "${cur}"))
                     return 0
                     ;;
                 *)
@@ -971,7 +975,7 @@ _meshcheck() {
             return 0
             ;;
         meshcheck__subcmd__validate)
-            opts="-j -h -V --format --output-dir --profile --override --weld-tolerance --only --skip --fail-on --mode --config --no-config --baseline --write-baseline --validator-timeout --jobs --screenshots --watermark --turntable --help --version"
+            opts="-j -h -V --format --output-dir --profile --override --weld-tolerance --only --skip --mode --config --no-config --fail-on --baseline --write-baseline --validator-timeout --jobs --screenshots --watermark --turntable --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1005,16 +1009,16 @@ _meshcheck() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
-                --fail-on)
-                    COMPREPLY=($(compgen -W "fail warn" -- "${cur}"))
-                    return 0
-                    ;;
                 --mode)
                     COMPREPLY=($(compgen -W "checks_only full" -- "${cur}"))
                     return 0
                     ;;
                 --config)
                     COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --fail-on)
+                    COMPREPLY=($(compgen -W "fail warn" -- "${cur}"))
                     return 0
                     ;;
                 --baseline)

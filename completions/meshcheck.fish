@@ -54,11 +54,11 @@ complete -c meshcheck -n "__fish_meshcheck_using_subcommand validate" -l overrid
 complete -c meshcheck -n "__fish_meshcheck_using_subcommand validate" -l weld-tolerance -d 'Weld tolerance for geometry checks, in metres [default: the profile\'s, 1e-5]' -r
 complete -c meshcheck -n "__fish_meshcheck_using_subcommand validate" -l only -d 'Run only these checks or families (IDs such as PERF-001, or PERF, or performance)' -r
 complete -c meshcheck -n "__fish_meshcheck_using_subcommand validate" -l skip -d 'Skip these checks or families; they report `skipped` ("not selected")' -r
-complete -c meshcheck -n "__fish_meshcheck_using_subcommand validate" -l fail-on -d 'Exit 1 on this verdict or worse [default: meshcheck.toml\'s, else fail]' -r -f -a "fail\t'Exit 1 when a report\'s verdict is fail (the default)'
-warn\t'Exit 1 when a report\'s verdict is warn or fail'"
 complete -c meshcheck -n "__fish_meshcheck_using_subcommand validate" -l mode -d 'checks_only, or full (needs the renderer) [default: meshcheck.toml\'s, else checks_only]' -r -f -a "checks_only\t'Measurements only; RND checks are skipped'
 full\t'Measurements plus the renderer'"
 complete -c meshcheck -n "__fish_meshcheck_using_subcommand validate" -l config -d 'Read the settings of every input from this file instead of the meshcheck.toml found above each input (docs/config.md)' -r -F
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand validate" -l fail-on -d 'Exit 1 on this verdict or worse [default: meshcheck.toml\'s, else fail]' -r -f -a "fail\t'Exit 1 when a report\'s verdict is fail (the default)'
+warn\t'Exit 1 when a report\'s verdict is warn or fail'"
 complete -c meshcheck -n "__fish_meshcheck_using_subcommand validate" -l baseline -d 'Findings recorded in FILE (by --write-baseline) are accepted: still reported and marked, they no longer fail the run; new ones do' -r -F
 complete -c meshcheck -n "__fish_meshcheck_using_subcommand validate" -l write-baseline -d 'Record this run\'s findings in FILE as the accepted baseline (exit 0 unless --baseline is given too)' -r -F
 complete -c meshcheck -n "__fish_meshcheck_using_subcommand validate" -l validator-timeout -d 'Seconds the glTF-Validator may spend on one file before SPEC-001 is skipped with "validator timed out"' -r
@@ -74,14 +74,16 @@ json\t'The comparison as JSON (default otherwise)'
 markdown\t'Markdown, for a pull-request comment or a job summary'
 html\t'One self-contained HTML page; with --mode full, the stills of both sides side by side with a per-view difference'"
 complete -c meshcheck -n "__fish_meshcheck_using_subcommand compare" -l tolerance -d 'How much a budget figure (a check\'s gauge value such as triangles or texture memory, or a stats count) may grow before NEW is worse, in % of OLD\'s value' -r
-complete -c meshcheck -n "__fish_meshcheck_using_subcommand compare" -l profile -d 'Budget profile for asset sides: web, mobile, pc, hero, or a .toml file' -r
-complete -c meshcheck -n "__fish_meshcheck_using_subcommand compare" -l override -d 'Replace one budget for asset sides (repeatable), as for validate' -r
-complete -c meshcheck -n "__fish_meshcheck_using_subcommand compare" -l weld-tolerance -d 'Weld tolerance for asset sides, in metres [default: the profile\'s, 1e-5]' -r
-complete -c meshcheck -n "__fish_meshcheck_using_subcommand compare" -l only -d 'Run and compare only these checks or families' -r
-complete -c meshcheck -n "__fish_meshcheck_using_subcommand compare" -l skip -d 'Skip these checks or families (not run, not compared)' -r
-complete -c meshcheck -n "__fish_meshcheck_using_subcommand compare" -l mode -d 'checks_only, or full (the renderer draws both assets\' stills)' -r -f -a "checks_only\t'Measurements only; RND checks are skipped'
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand compare" -l profile -d 'Budget profile: web, mobile, pc, hero, or a path to a .toml file [default: meshcheck.toml\'s, else web]' -r
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand compare" -l override -d 'Replace one budget (repeatable): max_tris, max_verts, max_texture_dim, max_texture_mem, max_materials, max_draw_calls, max_file_bytes, min_extent, max_extent' -r
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand compare" -l weld-tolerance -d 'Weld tolerance for geometry checks, in metres [default: the profile\'s, 1e-5]' -r
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand compare" -l only -d 'Run only these checks or families (IDs such as PERF-001, or PERF, or performance)' -r
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand compare" -l skip -d 'Skip these checks or families; they report `skipped` ("not selected")' -r
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand compare" -l mode -d 'checks_only, or full (needs the renderer) [default: meshcheck.toml\'s, else checks_only]' -r -f -a "checks_only\t'Measurements only; RND checks are skipped'
 full\t'Measurements plus the renderer'"
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand compare" -l config -d 'Read the settings of every input from this file instead of the meshcheck.toml found above each input (docs/config.md)' -r -F
 complete -c meshcheck -n "__fish_meshcheck_using_subcommand compare" -l validator-timeout -d 'Seconds the glTF-Validator may spend on one file' -r
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand compare" -l no-config -d 'Read no meshcheck.toml: defaults and flags only'
 complete -c meshcheck -n "__fish_meshcheck_using_subcommand compare" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c meshcheck -n "__fish_meshcheck_using_subcommand compare" -s V -l version -d 'Print version'
 complete -c meshcheck -n "__fish_meshcheck_using_subcommand checks" -l profile -d 'Show thresholds under this profile (a name or a .toml path)' -r
@@ -100,11 +102,11 @@ complete -c meshcheck -n "__fish_meshcheck_using_subcommand config" -l override 
 complete -c meshcheck -n "__fish_meshcheck_using_subcommand config" -l weld-tolerance -d 'Weld tolerance for geometry checks, in metres [default: the profile\'s, 1e-5]' -r
 complete -c meshcheck -n "__fish_meshcheck_using_subcommand config" -l only -d 'Run only these checks or families (IDs such as PERF-001, or PERF, or performance)' -r
 complete -c meshcheck -n "__fish_meshcheck_using_subcommand config" -l skip -d 'Skip these checks or families; they report `skipped` ("not selected")' -r
-complete -c meshcheck -n "__fish_meshcheck_using_subcommand config" -l fail-on -d 'Exit 1 on this verdict or worse [default: meshcheck.toml\'s, else fail]' -r -f -a "fail\t'Exit 1 when a report\'s verdict is fail (the default)'
-warn\t'Exit 1 when a report\'s verdict is warn or fail'"
 complete -c meshcheck -n "__fish_meshcheck_using_subcommand config" -l mode -d 'checks_only, or full (needs the renderer) [default: meshcheck.toml\'s, else checks_only]' -r -f -a "checks_only\t'Measurements only; RND checks are skipped'
 full\t'Measurements plus the renderer'"
 complete -c meshcheck -n "__fish_meshcheck_using_subcommand config" -l config -d 'Read the settings of every input from this file instead of the meshcheck.toml found above each input (docs/config.md)' -r -F
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand config" -l fail-on -d 'Exit 1 on this verdict or worse [default: meshcheck.toml\'s, else fail]' -r -f -a "fail\t'Exit 1 when a report\'s verdict is fail (the default)'
+warn\t'Exit 1 when a report\'s verdict is warn or fail'"
 complete -c meshcheck -n "__fish_meshcheck_using_subcommand config" -l no-config -d 'Read no meshcheck.toml: defaults and flags only'
 complete -c meshcheck -n "__fish_meshcheck_using_subcommand config" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c meshcheck -n "__fish_meshcheck_using_subcommand config" -s V -l version -d 'Print version'

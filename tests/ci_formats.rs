@@ -412,3 +412,31 @@ fn a_bad_baseline_is_a_usage_error() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("version 7"));
 }
+
+#[test]
+fn the_table_shows_terminal_escapes_in_asset_text_as_text() {
+    let dir = tempfile::tempdir().unwrap();
+    let boxdir = model("khronos-sample-models/unpacked/Box");
+    std::fs::copy(boxdir.join("Box0.bin"), dir.path().join("Box0.bin")).unwrap();
+    let mut doc: Value = serde_json::from_slice(&std::fs::read(boxdir.join("Box.gltf")).unwrap()).unwrap();
+    // Recolour, retitle (OSC, ended by BEL), clear the screen, C1 CSI.
+    let esc = "\u{1b}[31mRED\u{1b}]0;pwned\u{7}\u{1b}[2J\u{9b}2J";
+    doc["images"] = serde_json::json!([{"uri": format!("{esc}.png")}]);
+    doc["textures"] = serde_json::json!([{"source": 0}]);
+    doc["materials"][0]["pbrMetallicRoughness"]["baseColorTexture"] = serde_json::json!({"index": 0});
+    let path = dir.path().join("box\u{1b}[31m.gltf");
+    std::fs::write(&path, serde_json::to_vec(&doc).unwrap()).unwrap();
+    let bad = dir.path().join("bad\u{1b}]0;x\u{7}.glb");
+    std::fs::write(&bad, b"glTF\x02\x00\x00\x00\xff\xff\xff\xff").unwrap();
+    for args in [
+        vec!["validate", path.to_str().unwrap(), "--format", "table", "--skip", "SPEC-001"],
+        vec!["validate", dir.path().to_str().unwrap(), "--format", "table", "--skip", "SPEC-001"],
+    ] {
+        let out = crate::util::run(&args);
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(text.contains("\\x1b[31m"), "the escape is shown as text: {text}");
+        assert!(!text.contains('\u{1b}') && !text.contains('\u{7}') && !text.contains('\u{9b}'), "{text:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!err.contains('\u{1b}') && !err.contains('\u{7}'), "stderr: {err:?}");
+    }
+}

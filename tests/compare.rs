@@ -262,3 +262,47 @@ fn reports_written_with_screenshots_bring_their_stills() {
     let c = json(&out);
     assert_eq!(c["views"].as_array().unwrap().len(), 6, "{c:#}");
 }
+
+#[test]
+fn asset_sides_take_the_settings_meshcheck_toml_gives_their_paths() {
+    let dir = tempfile::tempdir().unwrap();
+    // Discovery stops at the folder that holds .git.
+    std::fs::create_dir(dir.path().join(".git")).unwrap();
+    std::fs::write(
+        dir.path().join("meshcheck.toml"),
+        "profile = \"mobile\"\nskip = [\"SPEC\"]\n[[rules]]\npaths = [\"hero/**\"]\nprofile = \"hero\"\n",
+    )
+    .unwrap();
+    std::fs::create_dir(dir.path().join("hero")).unwrap();
+    let bytes = Doc::single(grid(10, 1.0)).to_glb();
+    let old = write(dir.path(), "crate.glb", &bytes);
+    let new = write(&dir.path().join("hero"), "crate.glb", &bytes);
+
+    // Each side gets what `validate` would give it: the top level, then the rule.
+    let c = json(&run(&["compare", &old, &new, "--format", "json"]));
+    assert_eq!(c["old"]["profile"], "mobile", "{c:#}");
+    assert_eq!(c["new"]["profile"], "hero", "{c:#}");
+    assert!(c["notes"].as_array().unwrap().iter().any(|n| n.as_str().unwrap().contains("profile")), "{c:#}");
+    // The file's `skip` applies: SPEC-001 was not run on either side.
+    let validated = json(&run(&["validate", &new, "--format", "json"]));
+    let spec = validated["checks"].as_array().unwrap().iter().find(|k| k["id"] == "SPEC-001").unwrap().clone();
+    assert_eq!(spec["status"], "skipped", "{spec}");
+    assert!(
+        c["status_changes"].as_array().unwrap().iter().all(|s| s["check"] != "SPEC-001"),
+        "SPEC-001 is not compared: {c:#}"
+    );
+
+    // Flags win over the file; --no-config reads none; --config names one.
+    let c = json(&run(&["compare", &old, &new, "--profile", "pc", "--format", "json"]));
+    assert_eq!((c["old"]["profile"].as_str(), c["new"]["profile"].as_str()), (Some("pc"), Some("pc")));
+    let c = json(&run(&["compare", &old, &new, "--no-config", "--format", "json"]));
+    assert_eq!((c["old"]["profile"].as_str(), c["new"]["profile"].as_str()), (Some("web"), Some("web")));
+    let other = write(dir.path(), "other.toml", b"profile = \"pc\"\n");
+    let c = json(&run(&["compare", &old, &new, "--config", &other, "--format", "json"]));
+    assert_eq!((c["old"]["profile"].as_str(), c["new"]["profile"].as_str()), (Some("pc"), Some("pc")));
+    // A broken file is the usage error it is for validate.
+    std::fs::write(dir.path().join("meshcheck.toml"), "profil = \"mobile\"\n").unwrap();
+    let out = run(&["compare", &old, &new, "--format", "json"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("unknown key `profil`"));
+}

@@ -216,7 +216,7 @@ fn handshake_lists_the_tools_with_their_input_schemas() {
     let tools = listed["result"]["tools"].as_array().unwrap_or_else(|| panic!("{listed}")).clone();
     let mut names: Vec<&str> = tools.iter().map(|t| t["name"].as_str().unwrap()).collect();
     names.sort();
-    let mut want = vec!["checks", "validate"];
+    let mut want = vec!["checks", "compare", "validate"];
     if cfg!(feature = "render") {
         want.push("render");
     }
@@ -240,8 +240,15 @@ fn handshake_lists_the_tools_with_their_input_schemas() {
     let schema_of = |n: &str| tools.iter().find(|t| t["name"] == n).unwrap()["inputSchema"].clone();
     let validate = schema_of("validate");
     assert_eq!(validate["required"], json!(["path"]));
-    for key in ["path", "profile", "overrides", "weld_tolerance", "only", "skip", "mode"] {
+    for key in ["path", "profile", "overrides", "weld_tolerance", "only", "skip", "mode", "config", "no_config"] {
         assert!(validate["properties"][key].is_object(), "validate takes {key}");
+    }
+    let compare = schema_of("compare");
+    let mut required: Vec<&str> = compare["required"].as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect();
+    required.sort();
+    assert_eq!(required, ["new", "old"]);
+    for key in ["old", "new", "tolerance", "profile", "overrides", "only", "skip", "mode", "config", "no_config"] {
+        assert!(compare["properties"][key].is_object(), "compare takes {key}");
     }
     assert_eq!(schema_of("checks")["properties"]["profile"]["type"], json!(["string", "null"]));
     #[cfg(feature = "render")]
@@ -381,7 +388,7 @@ fn errors_are_tool_errors_and_the_server_keeps_running() {
     assert_eq!(error["detail"]["field"], "mode");
 
     // A tool that does not exist is a protocol error (JSON-RPC), not a crash.
-    let response = client.request("tools/call", json!({"name": "compare", "arguments": {}}));
+    let response = client.request("tools/call", json!({"name": "explode", "arguments": {}}));
     assert!(response["error"]["code"].is_i64(), "{response}");
 
     // Still serving; calls sent before any answer is read (as clients
@@ -533,4 +540,89 @@ fn inspect_without_a_model_is_the_cli_error_and_with_one_answers() {
     assert_eq!(seen.len(), 1);
     let images = seen[0].body["messages"][1]["content"].as_array().unwrap().iter().filter(|p| p["type"] == "image_url");
     assert_eq!(images.count(), 6);
+}
+
+#[test]
+fn compare_answers_the_comparison_the_cli_prints() {
+    let mut client = Client::start();
+    let boxed = path("khronos-sample-models/Box.glb");
+    let man = path("khronos-sample-models/CesiumMan.glb");
+    for (args, flags) in [
+        (json!({"old": boxed, "new": man}), vec![]),
+        (
+            json!({"old": man, "new": boxed, "only": ["PERF"], "tolerance": 5}),
+            vec!["--only", "PERF", "--tolerance", "5"],
+        ),
+    ] {
+        let (structured, text) = answer(&client.call("compare", args.clone()));
+        let mut cli = vec!["compare", "--format", "json", args["old"].as_str().unwrap(), args["new"].as_str().unwrap()];
+        cli.extend(flags);
+        let (code, want) = cli_json(&cli);
+        assert_eq!(structured, want, "{args}");
+        assert_eq!(code, Some(i32::from(want["worse"].as_bool().unwrap())), "`worse` is the CLI's exit code");
+        let text_value: Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(text_value, structured);
+    }
+    // A bigger mesh is worse; the reverse is not.
+    let (worse, _) = answer(&client.call("compare", json!({"old": boxed, "new": man})));
+    assert_eq!(worse["worse"], true, "{worse}");
+    // A report JSON file is a side too.
+    let dir = tempfile::tempdir().unwrap();
+    let report = dir.path().join("box.report.json");
+    let out = util::run(&["validate", "--format", "json", &boxed]);
+    std::fs::write(&report, &out.stdout).unwrap();
+    let (c, _) = answer(&client.call("compare", json!({"old": report, "new": boxed})));
+    assert_eq!(c["old"]["source"], "report");
+    assert_eq!(c["worse"], false, "{c}");
+    // Bad arguments are tool errors naming them.
+    let error = tool_error(&client.call("compare", json!({"old": boxed, "new": man, "tolerance": -1})));
+    assert_eq!(error["detail"]["field"], "tolerance", "{error}");
+    let error = tool_error(&client.call("compare", json!({"old": boxed})));
+    assert!(error["message"].as_str().unwrap().contains("missing field `new`"), "{error}");
+    let error = tool_error(&client.call("compare", json!({"old": boxed, "new": man, "olde": 1})));
+    assert!(error["message"].as_str().unwrap().contains("unknown field `olde`"), "{error}");
+    assert!(client.close().success());
+}
+
+#[test]
+fn validate_and_compare_read_meshcheck_toml_and_arguments_win() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join(".git")).unwrap();
+    std::fs::write(
+        dir.path().join("meshcheck.toml"),
+        "profile = \"mobile\"\n[[rules]]\npaths = [\"hero/**\"]\nprofile = \"hero\"\n",
+    )
+    .unwrap();
+    std::fs::create_dir(dir.path().join("hero")).unwrap();
+    let plain = dir.path().join("fox.glb");
+    let hero = dir.path().join("hero/fox.glb");
+    std::fs::copy(model("khronos-sample-models/Fox.glb"), &plain).unwrap();
+    std::fs::copy(model("khronos-sample-models/Fox.glb"), &hero).unwrap();
+    let mut client = Client::start();
+    let profile = |v: &Value| v["profile"]["name"].as_str().unwrap_or_else(|| panic!("{v}")).to_string();
+    let (r, _) = answer(&client.call("validate", json!({"path": plain, "only": ["PERF"]})));
+    assert_eq!(profile(&r), "mobile");
+    let (r, _) = answer(&client.call("validate", json!({"path": hero, "only": ["PERF"]})));
+    assert_eq!(profile(&r), "hero");
+    let (r, _) = answer(&client.call("validate", json!({"path": hero, "only": ["PERF"], "profile": "pc"})));
+    assert_eq!(profile(&r), "pc", "an argument wins over the file");
+    let (r, _) = answer(&client.call("validate", json!({"path": hero, "only": ["PERF"], "no_config": true})));
+    assert_eq!(profile(&r), "web");
+    // The folder: each file its own settings, as on the CLI.
+    let (r, _) = answer(&client.call("validate", json!({"path": dir.path(), "only": ["PERF"]})));
+    let (_, want) = cli_json(&["validate", "--format", "json", "--only", "PERF", dir.path().to_str().unwrap()]);
+    assert_eq!(util::without_timestamps(r["reports"].clone()), util::without_timestamps(want));
+    let names: Vec<String> = r["reports"].as_array().unwrap().iter().map(profile).collect();
+    assert_eq!(names, ["mobile", "hero"]);
+    // compare: each side its own settings.
+    let (c, _) = answer(&client.call("compare", json!({"old": plain, "new": hero, "only": ["PERF"]})));
+    assert_eq!((c["old"]["profile"].as_str(), c["new"]["profile"].as_str()), (Some("mobile"), Some("hero")));
+    // Both `config` and `no_config` is refused.
+    let other = dir.path().join("other.toml");
+    std::fs::write(&other, "profile = \"pc\"\n").unwrap();
+    let (r, _) = answer(&client.call("validate", json!({"path": plain, "only": ["PERF"], "config": other})));
+    assert_eq!(profile(&r), "pc");
+    let error = tool_error(&client.call("validate", json!({"path": plain, "config": other, "no_config": true})));
+    assert_eq!(error["detail"]["field"], "no_config", "{error}");
+    assert!(client.close().success());
 }

@@ -469,22 +469,7 @@ pub fn json(c: &Comparison) -> String {
 /// is backslash-escaped, `<`, `>` and `&` become entities (no HTML gets
 /// through to a PR comment), line breaks become spaces.
 pub fn md(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for ch in s.chars() {
-        match ch {
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '&' => out.push_str("&amp;"),
-            '\n' | '\r' => out.push(' '),
-            '\\' | '`' | '*' | '_' | '{' | '}' | '[' | ']' | '(' | ')' | '|' | '~' | '$' => {
-                out.push('\\');
-                out.push(ch);
-            }
-            c if c.is_control() => {}
-            c => out.push(c),
-        }
-    }
-    out
+    super::escape::markdown(s)
 }
 
 /// Markdown (a PR comment or a job summary).

@@ -5,20 +5,21 @@
 //! A side is a report when its bytes are a JSON object with
 //! `schema_version`, `verdict` and `checks` (what `validate --format json`
 //! prints for one file); anything else is an asset and is validated now
-//! with the flags (`--profile`, `--override`, `--only`/`--skip`, `--mode`),
-//! as `validate` would. `--only`/`--skip` also limit which checks are
-//! compared on report sides. In full mode the stills of an asset side are
+//! with the settings `validate` would give it: the meshcheck.toml found
+//! above it, then the flags (`--profile`, `--override`, `--only`/`--skip`,
+//! `--mode`, `--config`, `--no-config`). The checks compared, on report
+//! sides too, are those NEW's settings select. In full mode the stills of an asset side are
 //! compared view by view; a report side brings the stills its
 //! `screenshots` list (`validate --screenshots`) when their PNGs are still
 //! there.
 
 use super::compare::{self, Side, Still};
-use super::config::ModeArg;
+use super::config::{EngineFlags, Resolver, SettingFlags};
 use super::values::positive_seconds;
 use crate::asset::Input;
 use crate::engine::{self, Options, Selection};
 use crate::error::{Error, Result};
-use crate::report::{Mode, Report};
+use crate::report::Report;
 use clap::{Args, ValueEnum};
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
@@ -55,24 +56,10 @@ pub struct CompareArgs {
     /// of OLD's value.
     #[arg(long, default_value_t = 0.0, value_name = "PCT", value_parser = tolerance)]
     pub tolerance: f64,
-    /// Budget profile for asset sides: web, mobile, pc, hero, or a .toml file.
-    #[arg(long, default_value = "web", value_name = "NAME|FILE.toml")]
-    pub profile: String,
-    /// Replace one budget for asset sides (repeatable), as for validate.
-    #[arg(long = "override", value_name = "KEY=VALUE")]
-    pub overrides: Vec<String>,
-    /// Weld tolerance for asset sides, in metres [default: the profile's, 1e-5].
-    #[arg(long, value_name = "METRES")]
-    pub weld_tolerance: Option<f64>,
-    /// Run and compare only these checks or families.
-    #[arg(long, value_delimiter = ',', value_name = "ID|FAMILY,...")]
-    pub only: Vec<String>,
-    /// Skip these checks or families (not run, not compared).
-    #[arg(long, value_delimiter = ',', value_name = "ID|FAMILY,...")]
-    pub skip: Vec<String>,
-    /// checks_only, or full (the renderer draws both assets' stills).
-    #[arg(long, value_enum, default_value = "checks_only")]
-    pub mode: ModeArg,
+    /// The settings for asset sides: these flags win over the meshcheck.toml
+    /// found above each side, as for validate (docs/config.md).
+    #[command(flatten)]
+    pub settings: EngineFlags,
     /// Seconds the glTF-Validator may spend on one file.
     #[arg(long, default_value_t = 60.0, value_name = "SECONDS", value_parser = positive_seconds)]
     pub validator_timeout: f64,
@@ -135,30 +122,43 @@ fn kind(path: &Path) -> Result<Kind> {
     })
 }
 
-/// Engine options for the asset sides, from the flags.
-fn options(args: &CompareArgs, selection: Selection) -> Result<Options> {
-    let mut profile = crate::checks::catalog::profile(&args.profile)?;
-    for o in &args.overrides {
-        profile.apply_override_str(o)?;
+/// The options of each side: `None` for a report side.
+pub type SideOptions = [Option<Options>; 2];
+
+/// Engine options for each asset side: the settings resolved for its path
+/// (meshcheck.toml above it, then the flags), as `validate` would give it;
+/// then `setup` gives them what the caller shares (a validator pool, a
+/// drawer) and fails early when the environment lacks either.
+fn options(paths: [&Path; 2], kinds: [&Kind; 2], resolver: &mut Resolver, setup: Setup<'_>) -> Result<SideOptions> {
+    let mut out: SideOptions = [None, None];
+    for i in 0..2 {
+        if matches!(kinds[i], Kind::Asset) {
+            let key = resolver.resolve(Some(paths[i]))?.engine();
+            out[i] = Some(resolver.options(&key)?);
+        }
     }
-    if let Some(w) = args.weld_tolerance {
-        crate::checks::set_weld_tolerance(&mut profile, w)?;
+    setup(&mut out)?;
+    Ok(out)
+}
+
+/// What the caller of [`comparison`] gives the asset sides' options.
+pub type Setup<'a> = &'a dyn Fn(&mut SideOptions) -> Result<()>;
+
+/// The CLI's setup: one validator pool for both sides, and a local drawer
+/// that must find an adapter (exit 4 before any work when none).
+fn cli_setup(validator_timeout: f64) -> impl Fn(&mut SideOptions) -> Result<()> {
+    move |opts: &mut SideOptions| {
+        if opts.iter().flatten().any(Options::runs_validator) {
+            let timeout = std::time::Duration::from_secs_f64(validator_timeout);
+            let pool = std::sync::Arc::new(crate::validator::Validator::start(timeout)?);
+            opts.iter_mut().flatten().for_each(|o| o.validator = Some(pool.clone()));
+        }
+        #[cfg(feature = "render")]
+        if opts.iter().flatten().any(Options::renders) {
+            crate::render::Drawer::Local.ready()?;
+        }
+        Ok(())
     }
-    let mode = match args.mode {
-        ModeArg::ChecksOnly => Mode::ChecksOnly,
-        ModeArg::Full => Mode::Full,
-    };
-    let mut opts = Options { profile, mode, selection, ..Options::default() };
-    if opts.runs_validator() {
-        let timeout = std::time::Duration::from_secs_f64(args.validator_timeout);
-        opts.validator = Some(std::sync::Arc::new(crate::validator::Validator::start(timeout)?));
-    }
-    #[cfg(feature = "render")]
-    if opts.renders() {
-        // No adapter is an environment error (exit 4), before any work.
-        opts.drawer.ready()?;
-    }
-    Ok(opts)
 }
 
 /// Validates an asset side, keeping its stills (full mode).
@@ -211,27 +211,44 @@ fn report_side(path: &Path, report: Report) -> Side {
     Side { path: path.display().to_string(), from_report: true, report, stills }
 }
 
-/// Runs `meshcheck compare`.
-pub fn run(args: CompareArgs) -> Result<i32> {
-    let selection = Selection::parse(&args.only, &args.skip)?;
-    let kinds = [kind(&args.old)?, kind(&args.new)?];
-    let opts =
-        if kinds.iter().any(|k| matches!(k, Kind::Asset)) { Some(options(&args, selection.clone())?) } else { None };
-    let [old_kind, new_kind] = kinds;
-    let side = |path: &Path, kind: Kind| -> Result<Side> {
-        match kind {
-            Kind::Report(r) => Ok(report_side(path, *r)),
-            Kind::Asset => asset_side(path, opts.as_ref().expect("options are made when a side is an asset")),
+/// Compares OLD with NEW: each side read (a report) or validated (an
+/// asset, with the settings `flags` and meshcheck.toml give it), then
+/// compared over the checks NEW's settings select. Returns the comparison
+/// and both sides (their stills, for the HTML page).
+pub fn comparison(
+    old: &Path,
+    new: &Path,
+    flags: &EngineFlags,
+    tolerance_pct: f64,
+    setup: Setup<'_>,
+) -> Result<(compare::Comparison, Side, Side)> {
+    let mut resolver = Resolver::new(&SettingFlags::from(flags.clone()))?;
+    let chosen = resolver.resolve(Some(new))?;
+    let selection = Selection::parse(&chosen.only.value, &chosen.skip.value)?;
+    let [old_kind, new_kind] = [kind(old)?, kind(new)?];
+    let [old_opts, new_opts] = options([old, new], [&old_kind, &new_kind], &mut resolver, setup)?;
+    let side = |path: &Path, kind: Kind, opts: Option<&Options>| -> Result<Side> {
+        match (kind, opts) {
+            (Kind::Report(r), _) => Ok(report_side(path, *r)),
+            (Kind::Asset, Some(opts)) => asset_side(path, opts),
+            (Kind::Asset, None) => Err(Error::internal("no options were made for an asset side")),
         }
     };
     // The two sides are validated at once.
-    let (old, new) = std::thread::scope(|s| {
-        let new = s.spawn(|| side(&args.new, new_kind));
-        let old = side(&args.old, old_kind);
-        (old, new.join().unwrap_or_else(|_| Err(Error::internal("the validation of NEW panicked"))))
+    let (old_side, new_side) = std::thread::scope(|s| {
+        let new_side = s.spawn(|| side(new, new_kind, new_opts.as_ref()));
+        let old_side = side(old, old_kind, old_opts.as_ref());
+        (old_side, new_side.join().unwrap_or_else(|_| Err(Error::internal("the validation of NEW panicked"))))
     });
-    let (old, new) = (old?, new?);
-    let comparison = compare::compare(&old, &new, args.tolerance, &selection);
+    let (old_side, new_side) = (old_side?, new_side?);
+    let c = compare::compare(&old_side, &new_side, tolerance_pct, &selection);
+    Ok((c, old_side, new_side))
+}
+
+/// Runs `meshcheck compare`.
+pub fn run(args: CompareArgs) -> Result<i32> {
+    let setup = cli_setup(args.validator_timeout);
+    let (comparison, old, new) = comparison(&args.old, &args.new, &args.settings, args.tolerance, &setup)?;
     let format =
         args.format.unwrap_or(if std::io::stdout().is_terminal() { CompareFormat::Table } else { CompareFormat::Json });
     let text = match format {

@@ -67,6 +67,15 @@ pub enum ModeArg {
     Full,
 }
 
+impl From<Mode> for ModeArg {
+    fn from(m: Mode) -> ModeArg {
+        match m {
+            Mode::ChecksOnly => ModeArg::ChecksOnly,
+            Mode::Full => ModeArg::Full,
+        }
+    }
+}
+
 impl From<ModeArg> for Mode {
     fn from(m: ModeArg) -> Mode {
         match m {
@@ -76,11 +85,11 @@ impl From<ModeArg> for Mode {
     }
 }
 
-/// The flags that decide an input's settings, shared by `validate` and
-/// `config`. Each is optional, so a flag the user did not give leaves the
-/// config file's value in force.
+/// The flags that decide how an input is validated, shared by `validate`,
+/// `config` and `compare`. Each is optional, so a flag the user did not give
+/// leaves the config file's value in force.
 #[derive(Debug, Clone, Default, Args)]
-pub struct SettingFlags {
+pub struct EngineFlags {
     /// Budget profile: web, mobile, pc, hero, or a path to a .toml file
     /// [default: meshcheck.toml's, else web].
     #[arg(long, value_name = "NAME|FILE.toml")]
@@ -99,9 +108,6 @@ pub struct SettingFlags {
     /// Skip these checks or families; they report `skipped` ("not selected").
     #[arg(long, value_delimiter = ',', value_name = "ID|FAMILY,...")]
     pub skip: Vec<String>,
-    /// Exit 1 on this verdict or worse [default: meshcheck.toml's, else fail].
-    #[arg(long, value_enum, value_name = "LEVEL")]
-    pub fail_on: Option<FailOn>,
     /// checks_only, or full (needs the renderer) [default: meshcheck.toml's, else checks_only].
     #[arg(long, value_enum)]
     pub mode: Option<ModeArg>,
@@ -112,6 +118,24 @@ pub struct SettingFlags {
     /// Read no meshcheck.toml: defaults and flags only.
     #[arg(long)]
     pub no_config: bool,
+}
+
+/// The flags that decide an input's settings, shared by `validate` and
+/// `config`: the engine's, and the exit level.
+#[derive(Debug, Clone, Default, Args)]
+pub struct SettingFlags {
+    /// How the input is validated.
+    #[command(flatten)]
+    pub engine: EngineFlags,
+    /// Exit 1 on this verdict or worse [default: meshcheck.toml's, else fail].
+    #[arg(long, value_enum, value_name = "LEVEL")]
+    pub fail_on: Option<FailOn>,
+}
+
+impl From<EngineFlags> for SettingFlags {
+    fn from(engine: EngineFlags) -> SettingFlags {
+        SettingFlags { engine, fail_on: None }
+    }
 }
 
 /// Budgets to replace: a table of budget key = number, in file order.
@@ -365,6 +389,8 @@ impl Resolved {
     /// Lays the flags the user gave over these settings.
     fn apply_flags(&mut self, flags: &SettingFlags, overrides: &[(String, f64)]) {
         let flag = |flag| Origin::Flag { flag };
+        let fail_on = flags.fail_on;
+        let flags = &flags.engine;
         if let Some(p) = &flags.profile {
             self.profile = Sourced { value: p.clone(), from: flag("--profile") };
         }
@@ -377,7 +403,7 @@ impl Resolved {
         if !flags.skip.is_empty() {
             self.skip = Sourced { value: flags.skip.clone(), from: flag("--skip") };
         }
-        if let Some(v) = flags.fail_on {
+        if let Some(v) = fail_on {
             self.fail_on = Sourced { value: v, from: flag("--fail-on") };
         }
         if let Some(v) = flags.mode {
@@ -462,7 +488,7 @@ impl Resolver {
         // The flags' own errors, as before config files existed.
         let mut scratch = catalog::default_profile();
         let mut flag_overrides = Vec::new();
-        for o in &flags.overrides {
+        for o in &flags.engine.overrides {
             scratch.apply_override_str(o)?;
             let (k, v) = o.split_once('=').unwrap_or((o, ""));
             flag_overrides.push((k.trim().to_string(), v.trim().parse::<f64>().unwrap_or_default()));
@@ -475,7 +501,7 @@ impl Resolver {
             found: HashMap::new(),
             profiles: HashMap::new(),
         };
-        r.lookup = match (&flags.config, flags.no_config) {
+        r.lookup = match (&flags.engine.config, flags.engine.no_config) {
             (_, true) => Lookup::Off,
             (Some(path), false) => {
                 let abs = absolute(&r.cwd, path);

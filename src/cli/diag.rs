@@ -20,11 +20,13 @@ pub struct Diagnostic {
 impl Diagnostic {
     /// From an error, naming the file it concerns.
     pub fn new(err: &Error, file: Option<&str>) -> Diagnostic {
+        // Paths and messages may hold an asset's text: no terminal escapes.
         let text = match file {
             Some(f) => format!("{f}: {}", err.message),
             None => err.message.clone(),
         };
-        let help = err.help.clone().or_else(|| default_help(err));
+        let text = super::escape::terminal(&text).into_owned();
+        let help = err.help.clone().or_else(|| default_help(err)).map(|h| super::escape::terminal(&h).into_owned());
         Diagnostic { code: err.code.as_str().to_string(), text, help }
     }
 }

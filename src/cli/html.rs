@@ -26,7 +26,7 @@ use std::fmt::Write as _;
 use std::sync::LazyLock;
 
 /// The stylesheet, inline in every page.
-pub const CSS: &str = include_str!("report_card.css");
+pub const CSS: &str = concat!(include_str!("../palette.css"), include_str!("report_card.css"));
 
 /// Width and height of a still as the card embeds it (the stills are drawn
 /// at 1024 px; a card shows them about 330 px wide).
@@ -90,20 +90,7 @@ pub fn png_bytes(image: &image::RgbaImage) -> Vec<u8> {
 /// attribute values; control characters other than tab and line feed are
 /// dropped.
 pub fn esc(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 8);
-    for ch in s.chars() {
-        match ch {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            '\n' | '\t' => out.push(ch),
-            c if c.is_control() => {}
-            c => out.push(c),
-        }
-    }
-    out
+    super::escape::markup(s, super::escape::Apostrophe::Html)
 }
 
 /// Escaped text that may wrap after `_` and `/` (validator codes, JSON

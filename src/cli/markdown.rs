@@ -28,23 +28,7 @@ const MAX_ENTRIES: usize = 4;
 /// Text from the asset (or anywhere else) made inert in Markdown and HTML,
 /// on one line, safe inside a table cell.
 pub fn escape(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for ch in s.chars() {
-        match ch {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '@' => out.push_str("@\u{200B}"),
-            '\\' | '`' | '*' | '_' | '[' | ']' | '(' | ')' | '#' | '!' | '|' | '~' | '{' | '}' | '$' | '"' | '\'' => {
-                out.push('\\');
-                out.push(ch);
-            }
-            '\n' | '\r' | '\t' => out.push(' '),
-            c if c.is_control() => {}
-            c => out.push(c),
-        }
-    }
-    out
+    super::escape::markdown(s)
 }
 
 fn verdict_badge(v: Verdict) -> &'static str {

@@ -1,9 +1,11 @@
 //! `meshcheck mcp`: meshcheck's tools for agents over the Model Context
 //! Protocol on stdio, served with the official Rust SDK (`rmcp`).
 //!
-//! - Tools: `validate` and `checks` in every build with the `mcp` feature,
-//!   `render` with the renderer, `inspect` with the renderer and the vision
-//!   client. docs/mcp.md documents their inputs and outputs.
+//! - Tools: `validate`, `compare` and `checks` in every build with the
+//!   `mcp` feature, `render` with the renderer, `inspect` with the renderer
+//!   and the vision client. docs/mcp.md documents their inputs and outputs.
+//!   `validate` and `compare` take `validate`'s setting flags as arguments
+//!   ([`SettingsInput`]) and read meshcheck.toml as the CLI does.
 //! - A tool's input is one struct (its JSON Schema comes from schemars) and
 //!   its work one blocking function from that struct to an `Answer`: the
 //!   JSON exactly as the matching CLI command prints it (as text; as
@@ -22,9 +24,10 @@
 //! - Standard input and output carry the protocol: `-` is refused as a path,
 //!   and nothing here prints.
 
-use super::output::{self, FileResult};
-use super::{catalog_cmd, validate};
-use crate::engine::{Options, Selection};
+use super::config::{EngineFlags, ModeArg, Plan, Resolver, SettingFlags};
+use super::output::{self, FileResult, Job};
+use super::{catalog_cmd, compare, compare_cmd, validate};
+use crate::engine::Options;
 use crate::error::{Error, Result};
 use crate::report::Mode;
 use base64::Engine as _;
@@ -155,19 +158,47 @@ pub fn tool_error(e: &Error) -> CallToolResult {
 }
 
 /// Reads a tool's arguments into its input struct; a missing, unknown or
-/// mistyped argument is BAD_REQUEST naming it.
-fn parse<T: DeserializeOwned>(args: JsonObject) -> Result<T> {
+/// mistyped argument is BAD_REQUEST naming it. Unknown arguments are found
+/// against the input's schema, so inputs that share fields by
+/// `#[serde(flatten)]` refuse them too.
+fn parse<T: DeserializeOwned + JsonSchema + 'static>(args: JsonObject) -> Result<T> {
+    let own = schema::<T>();
+    let known: Vec<&String> =
+        own.get("properties").and_then(Value::as_object).into_iter().flatten().map(|(k, _)| k).collect();
+    if let Some(field) = args.keys().find(|k| !known.contains(k)) {
+        let expected: Vec<String> = known.iter().map(|k| format!("`{k}`")).collect();
+        return Err(Error::bad_request(format!(
+            "invalid arguments: unknown field `{field}`, expected one of {}",
+            expected.join(", ")
+        ))
+        .with_detail(json!({"field": field, "reason": "unknown"})));
+    }
+    let setting_keys = schema::<SettingsInput>();
+    let is_setting =
+        |k: &String| setting_keys.get("properties").and_then(Value::as_object).is_some_and(|p| p.contains_key(k));
+    let settings: JsonObject =
+        args.iter().filter(|(k, _)| is_setting(k)).map(|(k, v)| (k.clone(), v.clone())).collect();
     serde_path_to_error::deserialize(Value::Object(args)).map_err(|e| {
-        let field = e.path().to_string();
+        let mut field = e.path().to_string();
+        if field == "." {
+            // A flattened field's error carries no path (serde reads flattened
+            // fields from a buffer): read the settings alone to find it.
+            if let Err(inner) = serde_path_to_error::deserialize::<_, SettingsInput>(Value::Object(settings)) {
+                field = inner.path().to_string();
+            }
+        }
         let err = Error::bad_request(format!("invalid arguments: {e}"));
         if field == "." { err } else { err.with_detail(json!({"field": field, "reason": "invalid"})) }
     })
 }
 
-/// A tool's input schema (draft 2020-12, as MCP asks).
+/// A tool's input schema (draft 2020-12, as MCP asks): an object that
+/// allows no property it does not list.
 fn schema<T: JsonSchema + 'static>() -> Arc<JsonObject> {
-    rmcp::handler::server::common::schema_for_input::<T>()
-        .unwrap_or_else(|e| panic!("the input schema of {} is not an object: {e}", std::any::type_name::<T>()))
+    let mut schema = rmcp::handler::server::common::schema_for_input::<T>()
+        .unwrap_or_else(|e| panic!("the input schema of {} is not an object: {e}", std::any::type_name::<T>()));
+    Arc::make_mut(&mut schema).insert("additionalProperties".into(), Value::Bool(false));
+    schema
 }
 
 /// A path argument. `-` would read standard input, which carries the
@@ -212,7 +243,7 @@ impl Server {
     /// its input, then `work`; any error or panic becomes a tool error.
     async fn run<T>(&self, args: JsonObject, work: fn(T, &Shared) -> Result<Answer>) -> CallToolResult
     where
-        T: DeserializeOwned + Send + 'static,
+        T: DeserializeOwned + JsonSchema + Send + 'static,
     {
         let shared = self.shared.clone();
         let outcome = tokio::task::spawn_blocking(move || work(parse(args)?, &shared)).await;
@@ -245,16 +276,13 @@ impl ServerHandler for Server {
 
 // ---- validate and checks: every build ----
 
-/// Input of `validate`.
-#[derive(Debug, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct ValidateInput {
-    /// A .glb, .gltf or .zip file (the format is sniffed from the bytes), or
-    /// a folder, walked recursively for .glb, .gltf and .zip files: then the
-    /// answer is an array of reports in path order.
-    pub path: String,
+/// The settings a tool that validates takes: `meshcheck validate`'s
+/// setting flags. As on the command line, the meshcheck.toml found above
+/// each file applies, and what is given here wins over it.
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+pub struct SettingsInput {
     /// Budget profile: web, mobile, pc, hero, or a path to a .toml file
-    /// [default: web].
+    /// [default: meshcheck.toml's, else web].
     #[serde(default)]
     pub profile: Option<String>,
     /// Budgets to replace, e.g. {"max_tris": 50000}: max_tris, max_verts,
@@ -263,8 +291,8 @@ pub struct ValidateInput {
     #[serde(default)]
     #[schemars(with = "BTreeMap<String, f64>")]
     pub overrides: serde_json::Map<String, Value>,
-    /// Weld tolerance for the geometry checks, in metres [default: the
-    /// profile's, 1e-5].
+    /// Weld tolerance for the geometry checks, in metres [default:
+    /// meshcheck.toml's, else the profile's, 1e-5].
     #[serde(default)]
     pub weld_tolerance: Option<f64>,
     /// Run only these checks or families (IDs such as PERF-001, prefixes
@@ -275,37 +303,68 @@ pub struct ValidateInput {
     #[serde(default)]
     pub skip: Vec<String>,
     /// checks_only (measurements), or full (also renders the six standard
-    /// views for the RND checks) [default: checks_only].
+    /// views for the RND checks) [default: meshcheck.toml's, else checks_only].
     #[serde(default)]
-    pub mode: Mode,
+    pub mode: Option<Mode>,
+    /// Read every file's settings from this meshcheck.toml instead of the
+    /// one found above each file.
+    #[serde(default)]
+    pub config: Option<String>,
+    /// Read no meshcheck.toml: defaults and these arguments only.
+    #[serde(default)]
+    pub no_config: bool,
 }
 
-impl ValidateInput {
-    /// Engine options, as `meshcheck validate` builds them from its flags.
-    fn options(&self, _shared: &Shared) -> Result<Options> {
-        let mut profile = crate::checks::catalog::profile(self.profile.as_deref().unwrap_or("web"))?;
+impl SettingsInput {
+    /// The arguments as `meshcheck validate`'s flags.
+    fn flags(&self) -> Result<EngineFlags> {
+        if self.config.is_some() && self.no_config {
+            return Err(Error::field("no_config", "invalid", "`config` and `no_config` cannot both be given"));
+        }
+        let mut overrides = Vec::with_capacity(self.overrides.len());
         for (key, value) in &self.overrides {
             let number = value.as_f64().ok_or_else(|| {
                 Error::bad_request(format!("override `{key}` needs a number, got {value}"))
                     .with_detail(json!({"field": "overrides", "reason": format!("{key} is not a number")}))
             })?;
-            profile.apply_override(key, number)?;
+            overrides.push(format!("{key}={number}"));
         }
-        if let Some(w) = self.weld_tolerance {
-            crate::checks::set_weld_tolerance(&mut profile, w)?;
-        }
-        let selection = Selection::parse(&self.only, &self.skip)?;
-        // The validator stays `None`: the process-wide pool, kept for the session.
-        #[allow(clippy::needless_update)]
-        let opts = Options {
-            profile,
-            mode: self.mode,
-            selection,
-            #[cfg(feature = "render")]
-            drawer: _shared.drawer.clone(),
-            ..Options::default()
-        };
-        Ok(opts)
+        Ok(EngineFlags {
+            profile: self.profile.clone(),
+            overrides,
+            weld_tolerance: self.weld_tolerance,
+            only: self.only.clone(),
+            skip: self.skip.clone(),
+            mode: self.mode.map(ModeArg::from),
+            config: self.config.as_deref().map(|c| path_arg(c, "config")).transpose()?,
+            no_config: self.no_config,
+        })
+    }
+}
+
+/// Input of `validate`.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct ValidateInput {
+    /// A .glb, .gltf or .zip file (the format is sniffed from the bytes), or
+    /// a folder, walked recursively for .glb, .gltf and .zip files: then the
+    /// answer is an array of reports in path order.
+    pub path: String,
+    /// The settings.
+    #[serde(flatten)]
+    pub settings: SettingsInput,
+}
+
+impl ValidateInput {
+    /// Engine options for each job, as `meshcheck validate` resolves them
+    /// (each distinct set of settings once), sharing the session's drawer
+    /// and the process-wide validator pool.
+    fn plan(&self, jobs: &[Job], _shared: &Shared) -> Result<Plan> {
+        let inputs: Vec<Option<&std::path::Path>> = jobs.iter().map(|j| j.path.as_deref()).collect();
+        #[allow(unused_mut)]
+        let mut plan = Resolver::new(&SettingFlags::from(self.settings.flags()?))?.plan(&inputs)?;
+        #[cfg(feature = "render")]
+        plan.options.iter_mut().for_each(|o| o.drawer = _shared.drawer.clone());
+        Ok(plan)
     }
 }
 
@@ -314,19 +373,25 @@ impl ValidateInput {
 /// run it is an `{"error": …, "file": …}` entry of the array, as on the CLI.
 fn validate_work(input: ValidateInput, shared: &Shared) -> Result<Answer> {
     let path = path_arg(&input.path, "path")?;
-    let opts = input.options(shared)?;
     let (jobs, folder) = validate::collect(std::slice::from_ref(&path))?;
     if jobs.is_empty() {
         return Err(Error::bad_request(format!("no .glb, .gltf or .zip files were found under {}", path.display())));
     }
+    let plan = input.plan(&jobs, shared)?;
     // Once per call, before any file: a missing Node or graphics adapter is
     // the call's error, not every file's.
-    opts.spec_validator()?;
-    #[cfg(feature = "render")]
-    if opts.renders() {
-        opts.drawer.ready()?;
+    for opts in &plan.options {
+        opts.spec_validator()?;
     }
-    let outcomes: Vec<FileResult> = jobs.par_iter().map(|job| validate::validate_job(job, &opts, None)).collect();
+    #[cfg(feature = "render")]
+    if plan.options.iter().any(Options::renders) {
+        shared.drawer.ready()?;
+    }
+    let outcomes: Vec<FileResult> = jobs
+        .par_iter()
+        .zip(&plan.inputs)
+        .map(|(job, (i, _))| validate::validate_job(job, &plan.options[*i], None))
+        .collect();
     let single = outcomes.len() == 1 && !folder;
     if single && let Err(e) = &outcomes[0].result {
         return Err(e.clone());
@@ -335,6 +400,61 @@ fn validate_work(input: ValidateInput, shared: &Shared) -> Result<Answer> {
     let value: Value =
         serde_json::from_str(&text).map_err(|e| Error::internal(format!("the report JSON does not read back: {e}")))?;
     let structured = if single { value } else { json!({ "reports": value }) };
+    Ok(Answer { text, structured, images: Vec::new() })
+}
+
+/// Input of `compare`.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct CompareInput {
+    /// The old side: an asset (.glb, .gltf, .zip) or a report JSON file
+    /// (`meshcheck validate --format json`), told apart by content.
+    pub old: String,
+    /// The new side, likewise.
+    pub new: String,
+    /// How much a budget figure (a check's gauge value such as triangles or
+    /// texture memory, or a stats count) may grow before NEW is worse, in %
+    /// of OLD's value [default: 0].
+    #[serde(default)]
+    #[schemars(range(min = 0.0))]
+    pub tolerance: Option<f64>,
+    /// The settings asset sides are validated with; the checks compared are
+    /// those NEW's settings select.
+    #[serde(flatten)]
+    pub settings: SettingsInput,
+}
+
+/// `compare`: the comparison as `meshcheck compare --format json` prints it
+/// (`worse` is what the CLI's exit code says).
+fn compare_work(input: CompareInput, shared: &Shared) -> Result<Answer> {
+    let old = path_arg(&input.old, "old")?;
+    let new = path_arg(&input.new, "new")?;
+    let tolerance = input.tolerance.unwrap_or(0.0);
+    if !(tolerance >= 0.0 && tolerance.is_finite()) {
+        return Err(Error::field(
+            "tolerance",
+            "invalid",
+            format!("`tolerance` is a percentage of 0 or more, got {tolerance}"),
+        ));
+    }
+    let flags = input.settings.flags()?;
+    // The session's validator pool and drawer, checked before any work.
+    let setup = |opts: &mut compare_cmd::SideOptions| -> Result<()> {
+        for o in opts.iter().flatten() {
+            o.spec_validator()?;
+        }
+        #[cfg(feature = "render")]
+        if opts.iter().flatten().any(Options::renders) {
+            opts.iter_mut().flatten().for_each(|o| o.drawer = shared.drawer.clone());
+            shared.drawer.ready()?;
+        }
+        #[cfg(not(feature = "render"))]
+        let _ = shared;
+        Ok(())
+    };
+    let (comparison, _, _) = compare_cmd::comparison(&old, &new, &flags, tolerance, &setup)?;
+    let text = compare::json(&comparison);
+    let structured: Value = serde_json::from_str(&text)
+        .map_err(|e| Error::internal(format!("the comparison JSON does not read back: {e}")))?;
     Ok(Answer { text, structured, images: Vec::new() })
 }
 
@@ -368,6 +488,19 @@ impl Server {
     )]
     async fn validate(&self, args: JsonObject) -> CallToolResult {
         self.run(args, validate_work).await
+    }
+
+    #[tool(
+        description = "Compare two versions of a glTF asset (or two report JSON files from `meshcheck validate \
+            --format json`, or one of each): per-check status changes and the deltas of measured values \
+            (triangles, vertices, draw calls, materials, texture memory, file size, ...), and whether NEW is \
+            worse (`worse`: a status got worse, or a budget figure grew by more than `tolerance` %), exactly as \
+            `meshcheck compare --format json` prints it.",
+        input_schema = schema::<CompareInput>(),
+        annotations(title = "Compare two versions of an asset", read_only_hint = true, open_world_hint = false)
+    )]
+    async fn compare(&self, args: JsonObject) -> CallToolResult {
+        self.run(args, compare_work).await
     }
 
     #[tool(

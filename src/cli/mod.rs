@@ -19,6 +19,7 @@ pub mod compare_cmd;
 pub mod config;
 pub mod config_cmd;
 pub mod diag;
+pub mod escape;
 pub mod findings;
 pub mod generate;
 pub mod gitlab;

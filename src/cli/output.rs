@@ -1,6 +1,7 @@
 //! Presentation of reports: JSON (exactly the service's), JUnit XML and the
 //! terminal table. Reports are data; nothing here changes them.
 
+use super::escape::terminal;
 use crate::error::Result;
 use crate::report::{Report, Status, Verdict};
 use comfy_table::{Cell, Color, ContentArrangement, Table, presets::UTF8_FULL_CONDENSED};
@@ -78,19 +79,7 @@ pub fn write_reports(dir: &Path, outcomes: &[FileResult]) -> Result<()> {
 }
 
 fn xml_escape(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for ch in s.chars() {
-        match ch {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&apos;"),
-            c if (c as u32) < 0x20 && c != '\n' && c != '\t' => {}
-            c => out.push(c),
-        }
-    }
-    out
+    super::escape::markup(s, super::escape::Apostrophe::Xml)
 }
 
 /// JUnit XML: a testsuite per file, a testcase per check. Fail is a
@@ -199,7 +188,7 @@ pub fn table_marked(outcomes: &[FileResult], colour: bool, accepted: &BTreeSet<(
             Ok(r) => {
                 s.push_str(&format!(
                     "{}  {}  ({} profile; {} errors, {} warnings, {} skipped)\n",
-                    o.job.display,
+                    terminal(&o.job.display),
                     verdict_text(r.verdict, colour),
                     r.profile.name,
                     r.summary.errors,
@@ -214,7 +203,7 @@ pub fn table_marked(outcomes: &[FileResult], colour: bool, accepted: &BTreeSet<(
                         Cell::new(&c.name),
                         Cell::new(c.severity.as_str()),
                         status_cell(c.status, colour, is_accepted(file, &c.id)),
-                        Cell::new(&c.message),
+                        Cell::new(terminal(&c.message)),
                     ]);
                 }
                 s.push_str(&t.to_string());
@@ -222,11 +211,11 @@ pub fn table_marked(outcomes: &[FileResult], colour: bool, accepted: &BTreeSet<(
             }
             Err(e) => s.push_str(&format!(
                 "{}  {}{}  {}: {}\n\n",
-                o.job.display,
+                terminal(&o.job.display),
                 if colour { "\x1b[1;31mERROR\x1b[0m" } else { "ERROR" },
                 if is_accepted(file, e.code.as_str()) { " (baseline)" } else { "" },
                 e.code,
-                e.message
+                terminal(&e.message)
             )),
         }
     }
@@ -243,7 +232,7 @@ pub fn table_marked(outcomes: &[FileResult], colour: bool, accepted: &BTreeSet<(
                         Verdict::Warn => warn += 1,
                         Verdict::Fail => {
                             fail += 1;
-                            failed.push(o.job.display.clone());
+                            failed.push(terminal(&o.job.display).into_owned());
                         }
                     }
                     let failing: Vec<&str> = r
@@ -263,7 +252,7 @@ pub fn table_marked(outcomes: &[FileResult], colour: bool, accepted: &BTreeSet<(
                         vcell
                     };
                     t.add_row(vec![
-                        Cell::new(&o.job.display),
+                        Cell::new(terminal(&o.job.display)),
                         vcell,
                         Cell::new(r.summary.errors),
                         Cell::new(r.summary.warnings),
@@ -272,9 +261,9 @@ pub fn table_marked(outcomes: &[FileResult], colour: bool, accepted: &BTreeSet<(
                 }
                 Err(e) => {
                     bad += 1;
-                    failed.push(o.job.display.clone());
+                    failed.push(terminal(&o.job.display).into_owned());
                     t.add_row(vec![
-                        Cell::new(&o.job.display),
+                        Cell::new(terminal(&o.job.display)),
                         Cell::new("ERROR"),
                         Cell::new("-"),
                         Cell::new("-"),

@@ -41,7 +41,11 @@ const PAGE_SOURCE: &str = include_str!("demo/index.html");
 /// definitions (so the page never names a check the engine lacks).
 static PAGE: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| page_with_labels(PAGE_SOURCE));
 
-/// `source` with its two label placeholders replaced by the catalog's.
+/// The palette and type the page shares with the HTML report card.
+const PALETTE: &str = include_str!("../palette.css");
+
+/// `source` with its placeholders filled in: the shared palette
+/// (`src/palette.css`), and the two label placeholders with the catalog's.
 pub fn page_with_labels(source: &str) -> String {
     use crate::checks::catalog::{CATALOG, FAMILIES};
     let families: Vec<serde_json::Value> =
@@ -50,6 +54,7 @@ pub fn page_with_labels(source: &str) -> String {
         CATALOG.iter().filter_map(|c| c.gauge.map(|(m, t)| (c.id.to_string(), serde_json::json!([m, t])))).collect();
     // JSON inside a script element: `<` escaped so no `</script>` can close it.
     let js = |v: serde_json::Value| v.to_string().replace('<', "\\u003c");
+    let source = source.replacen("/*meshcheck:palette*/", PALETTE, 1);
     source.replacen("/*meshcheck:families*/[]", &js(serde_json::Value::Array(families)), 1).replacen(
         "/*meshcheck:gauges*/{}",
         &js(serde_json::Value::Object(gauges)),

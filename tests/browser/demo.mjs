@@ -22,53 +22,13 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import readline from 'node:readline';
-import { fileURLToPath } from 'node:url';
-import { chromium } from 'playwright-core';
+import { REPO, TestFailure, check, launch, ok, overall, parseArgs, withTimeout } from './lib.mjs';
 
 const OVERALL_MS = 180_000;
-const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const ASSET = 'models/khronos-sample-models/CesiumMan.glb'; // 491 kB, skinned, textured; fails SPEC-001
 const SMALL_ASSET = 'models/khronos-sample-models/Box.glb'; // 1.6 kB, for the keyboard/file-input path
-const CHROMIUM_ARGS = [
-  '--headless=new', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-  '--disable-background-networking', '--disable-component-update', '--disable-sync',
-];
 
-function parseArgs(argv) {
-  const opts = { meshcheck: null, assets: path.resolve(REPO, '..', 'shared', 'assets'), shots: null, chromium: process.env.CHROMIUM || '/usr/bin/chromium' };
-  for (let i = 0; i < argv.length; i++) {
-    const a = argv[i];
-    const take = () => {
-      if (i + 1 >= argv.length) throw new Error(`${a} needs a value`);
-      return argv[++i];
-    };
-    if (a === '--meshcheck') opts.meshcheck = take();
-    else if (a === '--assets') opts.assets = take();
-    else if (a === '--shots') opts.shots = take();
-    else if (a === '--chromium') opts.chromium = take();
-    else if (a === '-h' || a === '--help') {
-      console.log('usage: node tests/browser/demo.mjs --meshcheck PATH [--assets DIR] [--shots DIR] [--chromium PATH]');
-      process.exit(0);
-    } else throw new Error(`unknown argument ${a}`);
-  }
-  if (!opts.meshcheck) throw new Error('--meshcheck PATH is required');
-  return opts;
-}
 
-class TestFailure extends Error {}
-function check(cond, message) {
-  if (!cond) throw new TestFailure(message);
-}
-function ok(message) {
-  console.log(`ok - ${message}`);
-}
-function withTimeout(promise, ms, what) {
-  let t;
-  const timeout = new Promise((_, reject) => {
-    t = setTimeout(() => reject(new TestFailure(`timed out after ${ms / 1000} s: ${what}`)), ms);
-  });
-  return Promise.race([promise, timeout]).finally(() => clearTimeout(t));
-}
 
 // ---------- the server ----------
 
@@ -266,7 +226,7 @@ async function checkReport(page, json, filename) {
 // ---------- the test ----------
 
 async function main() {
-  const opts = parseArgs(process.argv.slice(2));
+  const opts = parseArgs(process.argv.slice(2), 'demo.mjs', { '--shots': 'shots' });
   const bin = path.resolve(opts.meshcheck);
   check(fs.existsSync(bin), `no meshcheck binary at ${bin} (build it with cargo build)`);
   check(fs.existsSync(opts.chromium), `no chromium at ${opts.chromium} (apt-get install chromium)`);
@@ -291,16 +251,13 @@ async function main() {
     if (server && server.child.exitCode === null && server.child.signalCode === null) server.child.kill('SIGKILL');
     fs.rmSync(tmp, { recursive: true, force: true });
   };
-  const overall = setTimeout(() => {
-    console.error(`FAIL: the browser test ran past ${OVERALL_MS / 1000} s`);
+  const guard = overall(OVERALL_MS, 'the browser test', () => {
     if (server) {
       console.error('server log (last lines):');
       for (const l of server.logs.slice(-20)) console.error(`  ${l}`);
       if (server.child.exitCode === null) server.child.kill('SIGKILL');
     }
-    process.exit(1);
-  }, OVERALL_MS);
-  overall.unref();
+  });
 
   try {
     server = startServer(bin, dataDir, runtimeDir);
@@ -309,7 +266,7 @@ async function main() {
     await waitHealthy(base, 30_000);
     ok(`meshcheck serve is listening on ${addr}`);
 
-    browser = await withTimeout(chromium.launch({ executablePath: opts.chromium, args: CHROMIUM_ARGS, timeout: 60_000 }), 70_000, 'chromium to start');
+    browser = await launch(opts.chromium);
     const context = await browser.newContext({ viewport: { width: 1280, height: 900 }, colorScheme: 'light', acceptDownloads: true });
     context.setDefaultTimeout(30_000);
     const page = await context.newPage();
@@ -469,7 +426,7 @@ async function main() {
     process.exit(1);
   }
   await cleanup();
-  clearTimeout(overall);
+  guard.clear();
 }
 
 main().catch((e) => {

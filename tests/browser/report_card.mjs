@@ -27,17 +27,11 @@ import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { chromium } from 'playwright-core';
+import { REPO, TestFailure, check, launch, ok, overall, parseArgs } from './lib.mjs';
 
 const OVERALL_MS = 180_000;
-const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const ASSET = 'models/khronos-sample-models/CesiumMan.glb'; // skinned, textured; fails SPEC-001 with many messages
 const FOLDER_ASSETS = ['models/khronos-sample-models/Box.glb', 'models/khronos-sample-models/Fox.glb', 'models/khronos-sample-models/BoxTextured.zip'];
-const CHROMIUM_ARGS = [
-  '--headless=new', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-  '--disable-background-networking', '--disable-component-update', '--disable-sync',
-];
 // Where the test serves each card; any other request fails the test.
 const DOC_URL = 'http://report-card.invalid/card.html';
 const VIEWS = ['front', 'right', 'back', 'left', 'top', 'three_quarter'];
@@ -52,34 +46,7 @@ const PAYLOADS = [
 ];
 const HOSTILE_NAME = '"><img src=x onerror=alert(5)>.gltf';
 
-function parseArgs(argv) {
-  const opts = { meshcheck: null, assets: path.resolve(REPO, '..', 'shared', 'assets'), screenshot: null, chromium: process.env.CHROMIUM || '/usr/bin/chromium' };
-  for (let i = 0; i < argv.length; i++) {
-    const a = argv[i];
-    const take = () => {
-      if (i + 1 >= argv.length) throw new Error(`${a} needs a value`);
-      return argv[++i];
-    };
-    if (a === '--meshcheck') opts.meshcheck = take();
-    else if (a === '--assets') opts.assets = take();
-    else if (a === '--screenshot') opts.screenshot = take();
-    else if (a === '--chromium') opts.chromium = take();
-    else if (a === '-h' || a === '--help') {
-      console.log('usage: node tests/browser/report_card.mjs --meshcheck PATH [--assets DIR] [--screenshot FILE.png] [--chromium PATH]');
-      process.exit(0);
-    } else throw new Error(`unknown argument ${a}`);
-  }
-  if (!opts.meshcheck) throw new Error('--meshcheck PATH is required');
-  return opts;
-}
 
-class TestFailure extends Error {}
-function check(cond, message) {
-  if (!cond) throw new TestFailure(message);
-}
-function ok(message) {
-  console.log(`ok - ${message}`);
-}
 
 // A one-triangle .gltf (buffer inline) whose every name holds a payload; the
 // image URI does not resolve and the extension is unknown, so both reach the
@@ -182,7 +149,7 @@ async function checkInert(view, what) {
 }
 
 async function main() {
-  const opts = parseArgs(process.argv.slice(2));
+  const opts = parseArgs(process.argv.slice(2), 'report_card.mjs', { '--screenshot': 'screenshot' });
   const bin = path.resolve(opts.meshcheck);
   opts.assets = path.resolve(opts.assets);
   check(fs.existsSync(bin), `no meshcheck binary at ${bin} (build it with cargo build)`);
@@ -203,11 +170,7 @@ async function main() {
     browser = null;
     fs.rmSync(tmp, { recursive: true, force: true });
   };
-  const overall = setTimeout(() => {
-    console.error(`FAIL: the report card test ran past ${OVERALL_MS / 1000} s`);
-    process.exit(1);
-  }, OVERALL_MS);
-  overall.unref();
+  const guard = overall(OVERALL_MS, 'the report card test');
 
   try {
     // The three cards.
@@ -232,7 +195,7 @@ async function main() {
     const catalog = JSON.parse(spawnSync(bin, ['checks', '--format', 'json'], { encoding: 'utf8' }).stdout);
     const families = [...new Set(catalog.map((c) => c.id.split('-')[0]))];
 
-    browser = await chromium.launch({ executablePath: opts.chromium, args: CHROMIUM_ARGS, timeout: 60_000 });
+    browser = await launch(opts.chromium);
 
     // (a) The real asset.
     {
@@ -373,7 +336,7 @@ async function main() {
     process.exit(1);
   }
   await cleanup();
-  clearTimeout(overall);
+  guard.clear();
 }
 
 main().catch((e) => {
