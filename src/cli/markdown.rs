@@ -234,8 +234,13 @@ pub fn markdown(run: &Run<'_>) -> String {
 /// when that is over GitHub's 1 MiB limit, the heading and as much of the
 /// file table as fits.
 pub fn job_summary(run: &Run<'_>) -> String {
+    job_summary_within(run, JOB_SUMMARY_LIMIT)
+}
+
+/// [`job_summary`] under a limit of `limit` bytes.
+fn job_summary_within(run: &Run<'_>, limit: usize) -> String {
     let full = markdown(run);
-    if full.len() <= JOB_SUMMARY_LIMIT {
+    if full.len() <= limit {
         return full;
     }
     let mut rows = run.outcomes.len();
@@ -244,7 +249,7 @@ pub fn job_summary(run: &Run<'_>) -> String {
         heading(run, &mut s);
         summary_table(run, rows, &mut s);
         s.push_str("The full report is over GitHub's summary limit: see the job's annotations or the SARIF file.\n");
-        if s.len() <= JOB_SUMMARY_LIMIT || rows == 0 {
+        if s.len() <= limit || rows == 0 {
             return s;
         }
         rows /= 2;
@@ -262,5 +267,31 @@ mod tests {
         assert_eq!(escape("[x](javascript:y) **b** `c`"), "\\[x\\]\\(javascript:y\\) \\*\\*b\\*\\* \\`c\\`");
         assert_eq!(escape("@team"), "@\u{200B}team");
         assert_eq!(escape("&amp;"), "&amp;amp;");
+    }
+
+    #[test]
+    fn a_summary_over_the_limit_keeps_the_heading_and_as_many_rows_as_fit() {
+        use crate::cli::output::{FileResult, Job};
+        let outcomes: Vec<FileResult> = (0..200)
+            .map(|i| FileResult {
+                job: Job {
+                    display: format!("assets/prop_{i:03}.glb"),
+                    path: Some(format!("assets/prop_{i:03}.glb").into()),
+                    out_name: format!("prop_{i:03}.glb").into(),
+                },
+                result: Err(crate::error::Error::malformed("the GLB has no JSON chunk")),
+            })
+            .collect();
+        let run = Run::new(&outcomes, std::path::Path::new("."));
+        let full = markdown(&run);
+        assert_eq!(job_summary_within(&run, full.len()), full, "a summary within the limit is the full report");
+        let limit = full.len() / 4;
+        let cut = job_summary_within(&run, limit);
+        assert!(cut.len() <= limit, "{} > {limit}", cut.len());
+        assert!(cut.starts_with(&full[..full.find('|').unwrap()]), "the heading is kept:\n{cut}");
+        assert!(cut.contains("over GitHub's summary limit"), "{cut}");
+        let rows = cut.lines().filter(|l| l.starts_with("| assets/prop")).count();
+        assert!(rows > 0 && rows < 200, "{rows} rows");
+        assert!(cut.contains(&format!("… and {} more files.", 200 - rows)), "{cut}");
     }
 }
