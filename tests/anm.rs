@@ -16,6 +16,9 @@ const FLOAT: u32 = 5126;
 const U8: u32 = 5121;
 const U16: u32 = 5123;
 
+/// One animation channel: target path, node, interpolation, keyframe times, output values.
+type Channel<'a> = (&'a str, usize, &'a str, &'a [f32], &'a [f32]);
+
 /// A cube's GLB JSON and buffer, to which skins, animations and targets are added.
 struct Asset {
     json: Value,
@@ -86,7 +89,7 @@ impl Asset {
     }
 
     /// An animation of (path, node, interpolation, times, values) channels.
-    fn animation(&mut self, channels: &[(&str, usize, &str, &[f32], &[f32])]) {
+    fn animation(&mut self, channels: &[Channel<'_>]) {
         let mut samplers = Vec::new();
         let mut list = Vec::new();
         for (k, (path, node, interpolation, times, values)) in channels.iter().enumerate() {
@@ -273,7 +276,8 @@ fn unreadable_weights_are_left_out_with_a_note() {
 #[test]
 fn animation_budget_counts_keyframes_duration_and_static_channels() {
     let mut a = Asset::cube();
-    let turn: &[f32] = &[0.0, 0.0, 0.0, 1.0, 0.0, 0.7071, 0.0, 0.7071, 0.0, 1.0, 0.0, 0.0];
+    let h = std::f32::consts::FRAC_1_SQRT_2;
+    let turn: &[f32] = &[0.0, 0.0, 0.0, 1.0, 0.0, h, 0.0, h, 0.0, 1.0, 0.0, 0.0];
     let still: &[f32] = &[1.0, 2.0, 3.0, 1.0, 2.0, 3.00005, 1.0, 2.0, 3.0, 1.0, 2.0, 3.0];
     a.animation(&[
         ("rotation", 0, "LINEAR", &[0.0, 1.0, 2.0], turn),
@@ -417,4 +421,76 @@ fn khronos_samples() {
     let r = load("khronos-sample-models/Fox.glb", "web");
     let c = check(&r, "ANM-002");
     assert_eq!((int(c, "animations"), int(c, "channels"), int(c, "keyframes")), (3, 63, 2646));
+}
+
+/// The ANM family's cost on the engine benchmark's sphere (1,000,000
+/// triangles, 501,002 vertices), plain and with two weight sets on every
+/// vertex and a 64-channel, 1,000-keyframe animation: the load-time read
+/// (`asset::anim::read`, timed alone on the parsed document) and the three
+/// checks. Prints medians of 5; BENCHMARKS.md quotes them. Run with
+/// `cargo test --release --test tests anm::cost -- --ignored --nocapture`.
+#[test]
+#[ignore]
+fn cost() {
+    use meshcheck::asset::{anim, data, glb, json as gjson};
+    use std::time::{Duration, Instant};
+    let median = |mut d: Vec<Duration>| {
+        d.sort();
+        d[d.len() / 2]
+    };
+    let plain = {
+        let (json, bin) = Doc::single(crate::testkit::sphere(1000, 501, 1.0)).to_json(Layout::Glb);
+        Asset { json, bin }
+    };
+    let mut skinned = Asset { json: plain.json.clone(), bin: plain.bin.clone() };
+    let v = skinned.vertices();
+    let joints: Vec<Value> = (0..64).map(|_| json!({})).collect();
+    skinned.json["nodes"].as_array_mut().unwrap().extend(joints);
+    skinned.json["skins"] = json!([{ "joints": (1..65).collect::<Vec<_>>() }]);
+    skinned.weights(0, &vec![[0.4, 0.3, 0.2, 0.1]; v]);
+    skinned.weights(1, &vec![[0.0, 0.0, 0.0, 0.0]; v]);
+    let times: Vec<f32> = (0..1000).map(|k| k as f32 / 30.0).collect();
+    let values: Vec<f32> = (0..3000).map(|k| (k % 7) as f32).collect();
+    let channels: Vec<Channel<'_>> = (1..65).map(|n| ("translation", n, "LINEAR", &times[..], &values[..])).collect();
+    skinned.animation(&channels);
+    for (name, a) in
+        [("plain", &mut Asset { json: plain.json.clone(), bin: plain.bin.clone() }), ("skinned", &mut skinned)]
+    {
+        let bytes = a.glb();
+        let g = glb::parse(&bytes).unwrap();
+        let root = gjson::read(g.json).unwrap().root;
+        let read: Vec<Duration> = (0..5)
+            .map(|_| {
+                let buffers = vec![data::BufferData::Loaded(std::borrow::Cow::Borrowed(g.bin.unwrap()))];
+                let doc = data::DocData::new(&root, buffers, u64::MAX);
+                let t = Instant::now();
+                std::hint::black_box(anim::read(&doc));
+                t.elapsed()
+            })
+            .collect();
+        let input = || meshcheck::asset::Input::from_bytes("s.glb", bytes.clone());
+        let loads: Vec<Duration> = (0..5)
+            .map(|_| {
+                let t = Instant::now();
+                std::hint::black_box(meshcheck::asset::load(input()).unwrap());
+                t.elapsed()
+            })
+            .collect();
+        let asset = meshcheck::asset::load(input()).unwrap();
+        let o = opts("web");
+        let checks: Vec<Duration> = (0..5)
+            .map(|_| {
+                let t = Instant::now();
+                std::hint::black_box(meshcheck::engine::report_for(&asset, &o));
+                t.elapsed()
+            })
+            .collect();
+        println!(
+            "{name}: {} bytes; anim::read {:.2} ms; whole load {:.1} ms; ANM checks {:.3} ms",
+            bytes.len(),
+            median(read).as_secs_f64() * 1e3,
+            median(loads).as_secs_f64() * 1e3,
+            median(checks).as_secs_f64() * 1e3
+        );
+    }
 }
