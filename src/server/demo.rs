@@ -41,7 +41,8 @@ const PAGE_SOURCE: &str = include_str!("demo/index.html");
 /// definitions (so the page never names a check the engine lacks).
 static PAGE: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| page_with_labels(PAGE_SOURCE));
 
-/// `source` with its two label placeholders replaced by the catalog's.
+/// `source` with its label placeholders replaced by the catalog's: the
+/// families, the gauges and the number of checks.
 pub fn page_with_labels(source: &str) -> String {
     use crate::checks::catalog::{CATALOG, FAMILIES};
     let families: Vec<serde_json::Value> =
@@ -50,11 +51,10 @@ pub fn page_with_labels(source: &str) -> String {
         CATALOG.iter().filter_map(|c| c.gauge.map(|(m, t)| (c.id.to_string(), serde_json::json!([m, t])))).collect();
     // JSON inside a script element: `<` escaped so no `</script>` can close it.
     let js = |v: serde_json::Value| v.to_string().replace('<', "\\u003c");
-    source.replacen("/*meshcheck:families*/[]", &js(serde_json::Value::Array(families)), 1).replacen(
-        "/*meshcheck:gauges*/{}",
-        &js(serde_json::Value::Object(gauges)),
-        1,
-    )
+    source
+        .replacen("/*meshcheck:families*/[]", &js(serde_json::Value::Array(families)), 1)
+        .replacen("/*meshcheck:gauges*/{}", &js(serde_json::Value::Object(gauges)), 1)
+        .replacen("<!--meshcheck:check-count-->", &CATALOG.len().to_string(), 1)
 }
 
 /// GET /: the demo page.
@@ -188,7 +188,9 @@ mod tests {
     #[test]
     fn the_page_carries_every_family_and_gauge_of_the_catalog() {
         let page = page_with_labels(PAGE_SOURCE);
-        assert!(!page.contains("/*meshcheck:"), "a label placeholder is left");
+        assert!(!page.contains("/*meshcheck:") && !page.contains("<!--meshcheck:"), "a label placeholder is left");
+        let count = format!(">{} checks, measured against a budget<", crate::checks::catalog::CATALOG.len());
+        assert!(page.contains(&count), "{count}");
         for f in crate::checks::catalog::FAMILIES {
             assert!(page.contains(&format!("\"prefix\":\"{}\",\"label\":\"{}\"", f.prefix, f.label)), "{}", f.prefix);
         }
