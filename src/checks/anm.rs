@@ -65,7 +65,7 @@ pub const SKIN_INFLUENCES: CheckDef = CheckDef {
     params: &[&MAX_SKIN_INFLUENCES, &MAX_SKIN_JOINTS],
     what: "Reads every mesh primitive's WEIGHTS_n sets (normalised integer weights decoded, sparse accessors applied) and counts each vertex's non-zero weights over all sets; counts the joints of every skin. The whole document is measured, not only the default scene.",
     why: "glTF stores four influences per JOINTS_n/WEIGHTS_n set and lets clients read only the first set: weights beyond four are dropped by three.js and by Scene Viewer (four is its hard limit), and deform the mesh differently from the authoring tool. Joint counts beyond a platform's bone limit fail to load or fall back to slow paths (Unreal's mobile renderer draws at most 75 bones per skeletal mesh).",
-    fix: "Limit weights per vertex to four and renormalise (Blender: Weights > Limit Total, then Normalize All; gltf-transform does not do it), and remove helper bones that deform nothing before export.",
+    fix: "Limit weights per vertex to four and renormalise (Blender: Weights > Limit Total, then Normalize All), and remove helper bones that deform nothing before export.",
     measured: &[
         ("max_influences", "the most non-zero weights any vertex carries"),
         ("max_joints_per_skin", "joints of the largest skin"),
