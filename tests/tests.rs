@@ -6,6 +6,7 @@
 //! `testkit`, the binary and corpus helpers under `util`, the loopback
 //! `fakes`).
 
+mod anm;
 mod architecture;
 #[cfg(feature = "serve")]
 mod billing;

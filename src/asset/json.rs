@@ -10,8 +10,8 @@
 //!
 //! - numbers written as integral floats (`1.0`) become integers (same value);
 //! - an animation channel whose target has no `node` is left out (glTF 2.0
-//!   allows it: `KHR_animation_pointer` targets have none; no check reads
-//!   animation channels);
+//!   allows it: `KHR_animation_pointer` targets have none; the animation
+//!   budget counts the channels that remain);
 //! - a property of the wrong type is ignored (as if absent), and a note says so;
 //! - an object that lacks a property it cannot do without (an accessor
 //!   without `count`, a mesh without `primitives`) is replaced by an empty

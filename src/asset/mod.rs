@@ -5,6 +5,7 @@
 //! UNSUPPORTED_FORMAT. External resources come from a [`bundle::Resolver`]:
 //! the folder beside a .gltf on disk, the zip bundle, or nothing.
 
+pub mod anim;
 pub mod bundle;
 pub mod data;
 pub mod draco;
@@ -112,6 +113,9 @@ pub struct Asset {
     /// faults, unreadable objects and primitives) and what it did instead;
     /// the report lists them as `notes`.
     pub notes: Vec<Note>,
+    /// Skin weights and animation keyframes, read from the buffers (the ANM
+    /// checks); its own notes say what could not be read.
+    pub animation: anim::Animation,
 }
 
 /// An image's encoded bytes kept for the renderer, if it could be loaded.
@@ -254,13 +258,14 @@ fn load_main(opened: &Opened, options: LoadOptions) -> Result<Asset> {
     let (images, image_data) = load_images(&data, &mut files, &mut references, options.keep_images);
     let asset_bytes = files.asset_bytes;
     let scene = scene::build(&data)?;
+    let animation = anim::read(&data);
     drop(data);
     // An object that the JSON reader could not read and the scene then left
     // out is said once, by the scene.
     let unread: HashSet<&str> = scene.unread.iter().map(|u| u.pointer.as_str()).collect();
     notes.retain(|n| !unread.contains(n.pointer.as_str()));
     notes.extend(scene.notes.iter().cloned());
-    Ok(Asset { info: opened.info.clone(), root, scene, references, images, asset_bytes, image_data, notes })
+    Ok(Asset { info: opened.info.clone(), root, scene, references, images, asset_bytes, image_data, notes, animation })
 }
 
 fn display_uri(uri: &str) -> String {

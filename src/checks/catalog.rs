@@ -8,14 +8,23 @@
 //! their checks by ID (the order the report lists results in), and hands
 //! the profiles what they are checked against (every parameter and ID).
 
-use super::{CheckDef, Family, geo, mat, perf, rnd, spec, top, uv, xfm};
+use super::{CheckDef, Family, anm, geo, mat, perf, rnd, spec, top, uv, xfm};
 use crate::error::Result;
 use crate::profile::{BUILTIN_NAMES, Param, Profile, Schema};
 use std::sync::LazyLock;
 
 /// The families, in the order docs and report cards present them.
-pub static FAMILIES: &[&Family] =
-    &[&spec::FAMILY, &geo::FAMILY, &xfm::FAMILY, &uv::FAMILY, &mat::FAMILY, &perf::FAMILY, &rnd::FAMILY, &top::FAMILY];
+pub static FAMILIES: &[&Family] = &[
+    &spec::FAMILY,
+    &geo::FAMILY,
+    &xfm::FAMILY,
+    &uv::FAMILY,
+    &mat::FAMILY,
+    &perf::FAMILY,
+    &anm::FAMILY,
+    &rnd::FAMILY,
+    &top::FAMILY,
+];
 
 /// Every check, sorted by ID.
 pub static CATALOG: LazyLock<Vec<&'static CheckDef>> = LazyLock::new(|| {

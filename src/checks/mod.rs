@@ -10,6 +10,7 @@
 //! engine applies the severity, turns breaches into statuses and rolls up
 //! the verdict.
 
+pub mod anm;
 pub mod catalog;
 pub mod geo;
 pub mod mat;

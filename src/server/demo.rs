@@ -45,7 +45,8 @@ static PAGE: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| page_with
 const PALETTE: &str = include_str!("../palette.css");
 
 /// `source` with its placeholders filled in: the shared palette
-/// (`src/palette.css`), and the two label placeholders with the catalog's.
+/// (`src/palette.css`), and the catalog's labels: the families, the gauges
+/// and the number of checks.
 pub fn page_with_labels(source: &str) -> String {
     use crate::checks::catalog::{CATALOG, FAMILIES};
     let families: Vec<serde_json::Value> =
@@ -54,12 +55,11 @@ pub fn page_with_labels(source: &str) -> String {
         CATALOG.iter().filter_map(|c| c.gauge.map(|(m, t)| (c.id.to_string(), serde_json::json!([m, t])))).collect();
     // JSON inside a script element: `<` escaped so no `</script>` can close it.
     let js = |v: serde_json::Value| v.to_string().replace('<', "\\u003c");
-    let source = source.replacen("/*meshcheck:palette*/", PALETTE, 1);
-    source.replacen("/*meshcheck:families*/[]", &js(serde_json::Value::Array(families)), 1).replacen(
-        "/*meshcheck:gauges*/{}",
-        &js(serde_json::Value::Object(gauges)),
-        1,
-    )
+    source
+        .replacen("/*meshcheck:palette*/", PALETTE, 1)
+        .replacen("/*meshcheck:families*/[]", &js(serde_json::Value::Array(families)), 1)
+        .replacen("/*meshcheck:gauges*/{}", &js(serde_json::Value::Object(gauges)), 1)
+        .replacen("<!--meshcheck:check-count-->", &CATALOG.len().to_string(), 1)
 }
 
 /// GET /: the demo page.
@@ -193,7 +193,9 @@ mod tests {
     #[test]
     fn the_page_carries_every_family_and_gauge_of_the_catalog() {
         let page = page_with_labels(PAGE_SOURCE);
-        assert!(!page.contains("/*meshcheck:"), "a label placeholder is left");
+        assert!(!page.contains("/*meshcheck:") && !page.contains("<!--meshcheck:"), "a label placeholder is left");
+        let count = format!(">{} checks, measured against a budget<", crate::checks::catalog::CATALOG.len());
+        assert!(page.contains(&count), "{count}");
         for f in crate::checks::catalog::FAMILIES {
             assert!(page.contains(&format!("\"prefix\":\"{}\",\"label\":\"{}\"", f.prefix, f.label)), "{}", f.prefix);
         }
