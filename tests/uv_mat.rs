@@ -255,14 +255,17 @@ fn mat006_reads_texels_like_the_auditor() {
 fn mat006_applies_the_factor_in_linear_space() {
     // Factor 0.5 (linear) on a white texel: sRGB 188; alone on an untextured material too.
     let doc = textured(quad(1.0), solid_png(4, 4, [255, 255, 255, 255], [255, 255, 255, 255]));
-    let bytes = edited(&doc, |j| j["materials"][0]["pbrMetallicRoughness"]["baseColorFactor"] = json!([0.5, 0.2, 0.1, 1.0]));
+    let bytes =
+        edited(&doc, |j| j["materials"][0]["pbrMetallicRoughness"]["baseColorFactor"] = json!([0.5, 0.2, 0.1, 1.0]));
     let c = glb_report(bytes, "web").checks.into_iter().find(|c| c.id == "MAT-006").unwrap();
     assert_eq!((u(&c, "base_color_min"), u(&c, "base_color_max")), (188, 188));
     let mut prim = quad(1.0);
     prim.material = Some(0);
     let mut plain = Doc::single(prim);
     plain.materials.push(Material::default());
-    let bytes = edited(&plain, |j| j["materials"] = json!([{"pbrMetallicRoughness": {"baseColorFactor": [0.01, 0.0, 0.0, 1.0]}}]));
+    let bytes = edited(&plain, |j| {
+        j["materials"] = json!([{"pbrMetallicRoughness": {"baseColorFactor": [0.01, 0.0, 0.0, 1.0]}}])
+    });
     let c = glb_report(bytes, "web").checks.into_iter().find(|c| c.id == "MAT-006").unwrap();
     // linear 0.01 -> sRGB 0.0998 -> 25: too dark.
     assert_eq!((c.status, u(&c, "base_color_min")), (Status::Warn, 25));

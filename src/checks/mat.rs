@@ -254,8 +254,7 @@ pub fn power_of_two(cx: &Ctx<'_>) -> CheckOutput {
             format!("none of the {} used images has a readable header", images.len())
         });
     }
-    let npot: Vec<_> =
-        ok.iter().filter(|(_, h)| !h.width.is_power_of_two() || !h.height.is_power_of_two()).collect();
+    let npot: Vec<_> = ok.iter().filter(|(_, h)| !h.width.is_power_of_two() || !h.height.is_power_of_two()).collect();
     let list: Vec<Value> = npot
         .iter()
         .take(MAX_LOCATIONS)
@@ -316,10 +315,7 @@ pub const BASE_COLOR_RANGE: CheckDef = CheckDef {
         ("base_color_max", "highest base-colour value over the measured materials"),
         ("materials", "materials measured"),
         ("texels", "texels read over all decoded base-colour images"),
-        (
-            "by_material",
-            "per material (at most 100, in index order): material, image (pointer or null), min, max",
-        ),
+        ("by_material", "per material (at most 100, in index order): material, image (pointer or null), min, max"),
         ("unmeasured", "base-colour textures whose texels could not be read: material, reason (at most 100)"),
     ],
     threshold: &[("min_base_color", "lowest allowed value"), ("max_base_color", "highest allowed value")],
@@ -464,10 +460,7 @@ pub const COMPRESSION_MIPS: CheckDef = CheckDef {
         ("compressed_images", "GPU-compressed images"),
         ("images", "images measured"),
         ("missing_mips", "KTX2 images sampled with mipmaps whose mip chain is incomplete"),
-        (
-            "incomplete",
-            "per incomplete KTX2 image (at most 100): pointer, width, height, levels, levels_needed",
-        ),
+        ("incomplete", "per incomplete KTX2 image (at most 100): pointer, width, height, levels, levels_needed"),
     ],
     threshold: &[("max_missing_mips", "always 0")],
     needs: Needs { geometry: false, textures: true, validator: false, renderer: false },
@@ -481,7 +474,9 @@ pub fn gpu_compressed(h: &ImageHeader) -> bool {
         Some("etc1s" | "uastc") => true,
         Some(e) => e.strip_prefix("vkformat-").and_then(|n| n.parse::<u64>().ok()).is_some_and(|n| {
             // BC1..BC7, ETC2/EAC, ASTC LDR (131..=184); PVRTC (1000054000..=1000054007); ASTC HDR/3D (1000066000..=1000066013).
-            (131..=184).contains(&n) || (1_000_054_000..=1_000_054_007).contains(&n) || (1_000_066_000..=1_000_066_013).contains(&n)
+            (131..=184).contains(&n)
+                || (1_000_054_000..=1_000_054_007).contains(&n)
+                || (1_000_066_000..=1_000_066_013).contains(&n)
         }),
         None => false,
     }

@@ -863,9 +863,7 @@ pub fn texel_density(cx: &Ctx<'_>) -> CheckOutput {
     let Some((p5, median, p95)) = density_quantiles(&mut all) else {
         return CheckOutput::Skipped("no textured triangle has a measurable 3D area".into());
     };
-    let qn = |q: Option<(f64, f64, f64)>, k: usize| {
-        q.map_or(Value::Null, |q| crate::report::num([q.0, q.1, q.2][k]))
-    };
+    let qn = |q: Option<(f64, f64, f64)>, k: usize| q.map_or(Value::Null, |q| crate::report::num([q.0, q.1, q.2][k]));
     let materials: Vec<Value> = rows
         .iter()
         .take(MAX_LOCATIONS)
