@@ -835,7 +835,7 @@ pub fn texel_density(cx: &Ctx<'_>) -> CheckOutput {
         drawn_primitives(cx).into_iter().map(|(p, i)| ((p.mesh, p.index), i)).collect();
     let mut all = Vec::new();
     let mut rows = Vec::with_capacity(groups.len());
-    for g in &groups {
+    for (gi, g) in groups.iter().enumerate() {
         let (w, h) = g.size();
         let mut samples = Vec::new();
         for p in &g.prims {
@@ -850,19 +850,30 @@ pub fn texel_density(cx: &Ctx<'_>) -> CheckOutput {
                 let (Some(&pa), Some(&pb), Some(&pc)) = (world.get(a), world.get(b), world.get(c)) else { continue };
                 let (Some(&ua), Some(&ub), Some(&uc)) = (uvs.get(a), uvs.get(b), uvs.get(c)) else { continue };
                 if let Some((area, d)) = guv::texel_density([pa, pb, pc], [ua, ub, uc], w as f64, h as f64) {
-                    let order = (all.len() + samples.len()) as u64;
+                    let order = ((gi as u64) << 40) | samples.len() as u64;
                     samples.push(guv::Weighted { value: d, weight: area, order });
                 }
             }
         }
-        let n = samples.len() as u64;
-        let q = density_quantiles(&mut samples);
-        all.extend(samples);
-        rows.push((g, n, q));
+        rows.push((g, samples));
     }
+    // One texture space: its percentiles are the overall ones (three
+    // selections over a million triangles, not six).
+    let single = rows.len() == 1;
+    let rows: Vec<(&UvGroup<'_>, u64, Option<(f64, f64, f64)>)> = rows
+        .into_iter()
+        .map(|(g, mut samples)| {
+            let q = if single { None } else { density_quantiles(&mut samples) };
+            let n = samples.len() as u64;
+            all.extend(samples);
+            (g, n, q)
+        })
+        .collect();
     let Some((p5, median, p95)) = density_quantiles(&mut all) else {
         return CheckOutput::Skipped("no textured triangle has a measurable 3D area".into());
     };
+    let rows: Vec<_> =
+        rows.into_iter().map(|(g, n, q)| (g, n, if single { Some((p5, median, p95)) } else { q })).collect();
     let qn = |q: Option<(f64, f64, f64)>, k: usize| q.map_or(Value::Null, |q| crate::report::num([q.0, q.1, q.2][k]));
     let materials: Vec<Value> = rows
         .iter()
