@@ -287,7 +287,7 @@ pub const MIN_BASE_COLOR: Param = Param {
     key: "min_base_color",
     unit: "sRGB 0-255",
     doc: "Darkest base colour allowed (HSV value, max of R, G, B)",
-    overridable: true,
+    overridable: false,
     integer: true,
 };
 
@@ -296,7 +296,7 @@ pub const MAX_BASE_COLOR: Param = Param {
     key: "max_base_color",
     unit: "sRGB 0-255",
     doc: "Brightest base colour allowed (HSV value, max of R, G, B)",
-    overridable: true,
+    overridable: false,
     integer: true,
 };
 
