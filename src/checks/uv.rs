@@ -819,8 +819,11 @@ pub const TEXEL_DENSITY: CheckDef = CheckDef {
     run: texel_density,
 };
 
+/// Texel-density percentiles: (p5, median, p95), px/m.
+type Quantiles = (f64, f64, f64);
+
 /// Density percentiles of one sample set: (p5, median, p95).
-fn density_quantiles(items: &mut [guv::Weighted]) -> Option<(f64, f64, f64)> {
+fn density_quantiles(items: &mut [guv::Weighted]) -> Option<Quantiles> {
     let q = |items: &mut [guv::Weighted], x: f64| guv::weighted_quantile(items, x);
     Some((q(items, 0.05)?, q(items, 0.5)?, q(items, 0.95)?))
 }
@@ -860,7 +863,7 @@ pub fn texel_density(cx: &Ctx<'_>) -> CheckOutput {
     // One texture space: its percentiles are the overall ones (three
     // selections over a million triangles, not six).
     let single = rows.len() == 1;
-    let rows: Vec<(&UvGroup<'_>, u64, Option<(f64, f64, f64)>)> = rows
+    let rows: Vec<(&UvGroup<'_>, u64, Option<Quantiles>)> = rows
         .into_iter()
         .map(|(g, mut samples)| {
             let q = if single { None } else { density_quantiles(&mut samples) };
