@@ -4,7 +4,8 @@
 itself, with no glTF library.
 
 For every shared asset (../shared/assets/models, relative to the repository
-root) or the files named on the command line, this script
+root) and the auditor's PBR cubes (tests/fixtures/asset-auditor), or the
+files named on the command line, this script
 
 1. runs `meshcheck validate FILE --only UV-006,UV-007,UV-008,MAT-005,MAT-006,MAT-007
    --format json` and reads their `measured`;
@@ -445,7 +446,8 @@ def main():
     ap.add_argument("files", nargs="*")
     args = ap.parse_args()
     files = [Path(f) for f in args.files] or sorted(
-        p for p in ASSETS.rglob("*") if p.suffix.lower() in (".glb", ".gltf", ".zip") and "unpacked" not in p.parts)
+        p for p in ASSETS.rglob("*") if p.suffix.lower() in (".glb", ".gltf", ".zip") and "unpacked" not in p.parts
+    ) + sorted((ROOT / "tests" / "fixtures" / "asset-auditor").glob("*.glb"))
     failures = compared = 0
     for path in files:
         try:

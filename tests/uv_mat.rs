@@ -391,3 +391,17 @@ fn only_and_skip_select_the_new_checks() {
     assert_eq!(check(&r, "UV-007").status, Status::Skipped);
     assert_eq!(check(&r, "MAT-005").status, Status::Skipped);
 }
+
+#[test]
+fn mat006_agrees_with_the_auditors_own_pbr_range_tests() {
+    // tests/pbrColorRange.ts in the auditor: safe cube 30..240, unsafe cube 0..255.
+    let dir = crate::util::root().join("tests/fixtures/asset-auditor");
+    for (name, status, lo, hi) in [
+        ("blender-default-cube-pbr-safe-colors.glb", Status::Pass, 30, 240),
+        ("blender-default-cube-pbr-unsafe-colors.glb", Status::Warn, 0, 255),
+    ] {
+        let r = glb_report(std::fs::read(dir.join(name)).unwrap(), "web");
+        let c = check(&r, "MAT-006");
+        assert_eq!((c.status, u(c, "base_color_min"), u(c, "base_color_max")), (status, lo, hi), "{name}");
+    }
+}
