@@ -35,6 +35,7 @@ mod serve_media;
 mod spec001;
 mod support;
 mod uv;
+mod uv_mat;
 #[cfg(all(feature = "render", feature = "vision"))]
 mod vision;
 

@@ -106,7 +106,9 @@ pub struct Asset {
     /// The asset's size as delivered: the GLB or .gltf plus every resolved external file.
     pub asset_bytes: u64,
     /// Every image's encoded bytes, by image index, when the load was asked
-    /// to keep them (the renderer draws them; the checks read only headers).
+    /// to keep them (the renderer draws them); base-colour images' bytes
+    /// always (the base-colour range check decodes their texels; the others read only
+    /// headers). `None` for an image not kept or not loaded.
     /// Images that share a file or a buffer view share their bytes.
     pub image_data: Vec<KeptImage>,
     /// What the loader did not read as written (container lengths, JSON
@@ -393,6 +395,14 @@ fn load_images(
     let mut kept = Vec::new();
     // Kept bytes by source (a URI or a buffer view): images that share one share its bytes.
     let mut shared: HashMap<String, Arc<[u8]>> = HashMap::new();
+    // Base-colour images are kept whatever `keep` says: a MAT check decodes their texels.
+    let base_colour: HashSet<usize> = data
+        .root
+        .materials
+        .iter()
+        .filter_map(|m| m.pbr_metallic_roughness.base_color_texture.as_ref())
+        .filter_map(|t| material::decodable_image(data.root, t.index.value()))
+        .collect();
     let records = data
         .root
         .images
@@ -409,13 +419,15 @@ fn load_images(
                 (None, None) => Err("the image has neither a uri nor a bufferView".into()),
             };
             let header = bytes.as_ref().map_err(Clone::clone).and_then(|b| texture::read_header(b));
-            if keep {
+            if keep || base_colour.contains(&index) {
                 let source = match (&img.uri, img.buffer_view) {
                     (Some(uri), _) => format!("uri:{uri}"),
                     (None, Some(v)) => format!("view:{}", v.value()),
                     (None, None) => String::new(),
                 };
                 kept.push(bytes.ok().map(|b| shared.entry(source).or_insert_with(|| Arc::from(&b[..])).clone()));
+            } else {
+                kept.push(None);
             }
             ImageRecord { index, header, declared_mime: img.mime_type.as_ref().map(|m| m.0.clone()) }
         })

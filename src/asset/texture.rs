@@ -6,6 +6,8 @@
 //! `getVRAMByteLength`: PNG/JPEG/WebP as RGBA8 with a full mip chain; KTX2
 //! from its levels (UASTC and uncompressed formats from each level's
 //! uncompressed size, ETC1S/BasisLZ as 8 bytes per 4x4 block, 16 with alpha).
+//! [`decode_rgba8`] decodes texels, for the one check that reads them (the
+//! base-colour range), under the renderer's size limits.
 
 use serde::Serialize;
 use std::io::Cursor;
@@ -195,6 +197,31 @@ fn read_ktx2(bytes: &[u8]) -> Result<ImageHeader, String> {
         header.format.map(|f| format!("vkformat-{}", f.value())).unwrap_or_else(|| "unknown".into())
     };
     Ok(ImageHeader { format: ImageFormat::Ktx2, width, height, gpu_bytes: gpu, encoding: Some(encoding), levels })
+}
+
+/// Largest side [`decode_rgba8`] decodes (the renderer's limit).
+pub const MAX_DECODE_DIM: u32 = 8192;
+/// Most bytes [`decode_rgba8`] lets the decoder allocate.
+pub const MAX_DECODE_BYTES: u64 = 512 << 20;
+
+/// Decodes a PNG, JPEG or WebP image to RGBA8 under [`MAX_DECODE_DIM`] and
+/// [`MAX_DECODE_BYTES`], or says why not (KTX2 is not decoded: it needs a
+/// Basis Universal transcoder).
+pub fn decode_rgba8(bytes: &[u8]) -> Result<image::RgbaImage, String> {
+    let fmt = match sniff(bytes) {
+        Some(ImageFormat::Png) => image::ImageFormat::Png,
+        Some(ImageFormat::Jpeg) => image::ImageFormat::Jpeg,
+        Some(ImageFormat::Webp) => image::ImageFormat::WebP,
+        Some(ImageFormat::Ktx2) => return Err("KTX2 texels are not decoded".into()),
+        None => return Err("not a PNG, JPEG or WebP image".into()),
+    };
+    let mut reader = image::ImageReader::with_format(Cursor::new(bytes), fmt);
+    let mut limits = image::Limits::default();
+    limits.max_image_width = Some(MAX_DECODE_DIM);
+    limits.max_image_height = Some(MAX_DECODE_DIM);
+    limits.max_alloc = Some(MAX_DECODE_BYTES);
+    reader.limits(limits);
+    reader.decode().map(|d| d.into_rgba8()).map_err(|e| format!("the image cannot be decoded: {e}"))
 }
 
 #[cfg(test)]

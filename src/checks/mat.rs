@@ -1,14 +1,16 @@
-//! MAT: texture resolution, GPU texture memory and material count.
+//! MAT: texture resolution, GPU texture memory and material count; power-of-two
+//! sides, the PBR base-colour range (read from decoded texels), and texture
+//! compression with complete KTX2 mip chains.
 
 use super::{CheckDef, Family, Needs};
-use super::{CheckOutput, Ctx, MAX_LOCATIONS, Obj, bytes_h, count, measured, over};
+use super::{CheckOutput, Comparison, Ctx, MAX_LOCATIONS, Obj, bytes_h, count, measured, over, short};
 use crate::asset::ImageRecord;
 use crate::asset::material::{texture_image, texture_slots};
-use crate::asset::texture::ImageHeader;
+use crate::asset::texture::{ImageFormat, ImageHeader, decode_rgba8};
 use crate::profile::Param;
 use crate::report::Severity;
 use serde_json::{Value, json};
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 const CATEGORY: &str = "material";
 
@@ -17,8 +19,8 @@ pub static FAMILY: Family = Family {
     prefix: "MAT",
     category: CATEGORY,
     label: "Materials",
-    blurb: "Texture size, GPU texture memory, material count",
-    checks: &[TEXTURE_RESOLUTION, TEXTURE_MEMORY, MATERIAL_COUNT],
+    blurb: "Texture size and memory, materials, power-of-two sides, base-colour range, compression and mipmaps",
+    checks: &[TEXTURE_RESOLUTION, TEXTURE_MEMORY, MATERIAL_COUNT, POWER_OF_TWO, BASE_COLOR_RANGE, COMPRESSION_MIPS],
 };
 
 /// Materials used by drawn primitives (`None` = the default material).
@@ -217,5 +219,354 @@ pub fn material_count(cx: &Ctx<'_>) -> CheckOutput {
             max as u64,
             cx.profile.name
         ),
+    )
+}
+
+/// MAT-005: its definition.
+pub const POWER_OF_TWO: CheckDef = CheckDef {
+    id: "MAT-005",
+    name: "Texture dimensions a power of two",
+    category: CATEGORY,
+    severity: Severity::Warning,
+    params: &[],
+    what: "Reads the header of every image that a material drawn in the default scene uses (as MAT-001: the KTX2 or WebP source when the texture gives one) and counts those whose width or height is not a power of two.",
+    why: "WebGL 1 and OpenGL ES 2.0 devices cannot mipmap a non-power-of-two texture or repeat it (REPEAT, MIRRORED_REPEAT): viewers resize it at load time (three.js, Babylon.js and CesiumJS do) or draw it blurry or black; on every GPU, mip chains of odd sizes round and filter unevenly. The glTF-Asset-Auditor requires power-of-two sides by default.",
+    fix: "Resize the named images to power-of-two sides (512, 1024, 2048; they need not be square), padding the layout rather than stretching it where the aspect ratio matters.",
+    measured: &[
+        ("non_power_of_two", "images with a side that is not a power of two"),
+        ("textures", "images measured (used by drawn materials, each once, with a readable header)"),
+        ("images", "per non-power-of-two image (at most 100, in index order): pointer, width, height"),
+    ],
+    threshold: &[("max_non_power_of_two", "always 0")],
+    needs: Needs { geometry: false, textures: true, validator: false, renderer: false },
+    gauge: None,
+    run: power_of_two,
+};
+
+/// MAT-005.
+pub fn power_of_two(cx: &Ctx<'_>) -> CheckOutput {
+    let images = used_images(cx);
+    let ok = readable(&images);
+    if ok.is_empty() {
+        return CheckOutput::Skipped(if images.is_empty() {
+            "no drawn material uses a texture".into()
+        } else {
+            format!("none of the {} used images has a readable header", images.len())
+        });
+    }
+    let npot: Vec<_> = ok.iter().filter(|(_, h)| !h.width.is_power_of_two() || !h.height.is_power_of_two()).collect();
+    let list: Vec<Value> = npot
+        .iter()
+        .take(MAX_LOCATIONS)
+        .map(|(r, h)| json!({"pointer": r.pointer(), "width": h.width, "height": h.height}))
+        .collect();
+    let message = match npot.first() {
+        None => format!("all {} have power-of-two sides", count(ok.len() as u64, "texture", "textures")),
+        Some((r, h)) => format!(
+            "{} of {} has a side that is not a power of two; first: {} at {}x{}",
+            count(npot.len() as u64, "texture", "textures"),
+            ok.len(),
+            r.pointer(),
+            h.width,
+            h.height
+        ),
+    };
+    measured(
+        Obj::new()
+            .int("non_power_of_two", npot.len() as u64)
+            .int("textures", ok.len() as u64)
+            .val("images", Value::Array(list)),
+        Obj::new().int("max_non_power_of_two", 0),
+        if npot.is_empty() { Comparison::Within } else { Comparison::Breach },
+        message,
+    )
+}
+
+/// Budget: darkest base colour allowed.
+pub const MIN_BASE_COLOR: Param = Param {
+    key: "min_base_color",
+    unit: "sRGB 0-255",
+    doc: "Darkest base colour allowed (HSV value, max of R, G, B)",
+    overridable: false,
+    integer: true,
+};
+
+/// Budget: brightest base colour allowed.
+pub const MAX_BASE_COLOR: Param = Param {
+    key: "max_base_color",
+    unit: "sRGB 0-255",
+    doc: "Brightest base colour allowed (HSV value, max of R, G, B)",
+    overridable: false,
+    integer: true,
+};
+
+/// MAT-006: its definition.
+pub const BASE_COLOR_RANGE: CheckDef = CheckDef {
+    id: "MAT-006",
+    name: "PBR base-colour range",
+    category: CATEGORY,
+    severity: Severity::Warning,
+    params: &[&MIN_BASE_COLOR, &MAX_BASE_COLOR],
+    what: "For every material drawn in the default scene (the glTF default material aside: it has no authored colour), takes the base colour as the renderer does, the baseColorTexture's texel (sRGB) times baseColorFactor (linear), converted back to sRGB 0-255, and its HSV value, the largest of R, G and B, as the glTF-Asset-Auditor does (src/Image.ts). Every texel of the decoded image is read (the PNG, JPEG or WebP source: KTX2 texels are not decoded, and a texture with no other source is listed as unmeasured), texels with alpha 0 aside; a material without a texture contributes its factor. Reports the lowest and highest value over all measured materials.",
+    why: "Physically based albedo stays between charcoal (about 30 sRGB) and fresh snow (about 243): darker or brighter base colours leave the renderer no headroom to add or subtract light, so surfaces look flat, glowing or crushed to black under realistic lighting (Khronos 3D Commerce asset guidelines; the auditor's pbrColorRange).",
+    fix: "Remap the base-colour texture's levels (or the factor) into the range: darken pure whites to about 240 and lift pure blacks to about 30; move lighting and occlusion baked into the albedo into their own maps.",
+    measured: &[
+        ("base_color_min", "lowest base-colour value (max of R, G, B, sRGB 0-255) over the measured materials"),
+        ("base_color_max", "highest base-colour value over the measured materials"),
+        ("materials", "materials measured"),
+        ("texels", "texels read over all decoded base-colour images"),
+        ("by_material", "per material (at most 100, in index order): material, image (pointer or null), min, max"),
+        ("unmeasured", "base-colour textures whose texels could not be read: material, reason (at most 100)"),
+    ],
+    threshold: &[("min_base_color", "lowest allowed value"), ("max_base_color", "highest allowed value")],
+    needs: Needs { geometry: false, textures: true, validator: false, renderer: false },
+    gauge: Some(("base_color_max", "max_base_color")),
+    run: base_color_range,
+};
+
+/// sRGB (0-1) to linear.
+fn srgb_to_linear(c: f64) -> f64 {
+    if c <= 0.04045 { c / 12.92 } else { ((c + 0.055) / 1.055).powf(2.4) }
+}
+
+/// Linear (0-1, clamped) to sRGB 0-255, rounded.
+fn linear_to_srgb8(c: f64) -> u8 {
+    let c = c.clamp(0.0, 1.0);
+    let s = if c <= 0.003_130_8 { c * 12.92 } else { 1.055 * c.powf(1.0 / 2.4) - 0.055 };
+    (s * 255.0).round().clamp(0.0, 255.0) as u8
+}
+
+/// Per channel, sRGB texel 0-255 times a linear factor, back to sRGB 0-255.
+fn factor_lut(factor: f64) -> [u8; 256] {
+    let mut lut = [0u8; 256];
+    for (t, out) in lut.iter_mut().enumerate() {
+        *out = if factor == 1.0 { t as u8 } else { linear_to_srgb8(srgb_to_linear(t as f64 / 255.0) * factor) };
+    }
+    lut
+}
+
+/// The lowest and highest HSV value of `img`'s texels with alpha above 0,
+/// each channel mapped through its factor table; `None` when every texel is
+/// transparent.
+fn value_range(img: &image::RgbaImage, luts: &[[u8; 256]; 3]) -> Option<(u8, u8)> {
+    let mut range: Option<(u8, u8)> = None;
+    for px in img.pixels() {
+        let [r, g, b, a] = px.0;
+        if a == 0 {
+            continue;
+        }
+        let v = luts[0][r as usize].max(luts[1][g as usize]).max(luts[2][b as usize]);
+        range = Some(range.map_or((v, v), |(lo, hi)| (lo.min(v), hi.max(v))));
+    }
+    range
+}
+
+/// MAT-006.
+pub fn base_color_range(cx: &Ctx<'_>) -> CheckOutput {
+    use crate::asset::material::decodable_image;
+    use rayon::prelude::*;
+    let root = &cx.asset.root;
+    let mats: Vec<usize> = used_materials(cx).into_iter().flatten().filter(|&m| m < root.materials.len()).collect();
+    if mats.is_empty() {
+        return CheckOutput::Skipped("no drawn primitive has a material of its own".into());
+    }
+    // Each base-colour image decoded once, in parallel.
+    let wanted: BTreeSet<usize> = mats
+        .iter()
+        .filter_map(|&m| root.materials[m].pbr_metallic_roughness.base_color_texture.as_ref())
+        .filter_map(|t| decodable_image(root, t.index.value()))
+        .collect();
+    let decoded: BTreeMap<usize, Result<image::RgbaImage, String>> = wanted
+        .into_par_iter()
+        .map(|i| {
+            let bytes = cx.asset.image_data.get(i).and_then(|b| b.as_deref());
+            (i, bytes.ok_or_else(|| "the image could not be loaded".to_string()).and_then(decode_rgba8))
+        })
+        .collect();
+    let texels: u64 = decoded.values().flatten().map(|img| img.width() as u64 * img.height() as u64).sum();
+    let (mut lo, mut hi) = (None::<u8>, None::<u8>);
+    let mut rows = Vec::new();
+    let mut unmeasured = Vec::new();
+    for &m in &mats {
+        let pbr = &root.materials[m].pbr_metallic_roughness;
+        let f = pbr.base_color_factor.0;
+        let range = match &pbr.base_color_texture {
+            None => {
+                let v = (0..3).map(|k| linear_to_srgb8(f[k] as f64)).max().unwrap_or(0);
+                Some((None, (v, v)))
+            }
+            Some(t) => match decodable_image(root, t.index.value()).map(|i| (i, &decoded[&i])) {
+                None => {
+                    unmeasured.push(json!({"material": m, "reason": "the texture has no PNG, JPEG or WebP source"}));
+                    None
+                }
+                Some((i, Err(why))) => {
+                    unmeasured.push(json!({"material": m, "reason": format!("/images/{i}: {why}")}));
+                    None
+                }
+                Some((i, Ok(img))) => {
+                    let luts = [factor_lut(f[0] as f64), factor_lut(f[1] as f64), factor_lut(f[2] as f64)];
+                    value_range(img, &luts).map(|r| (Some(i), r))
+                }
+            },
+        };
+        if let Some((img, (a, b))) = range {
+            lo = Some(lo.map_or(a, |x| x.min(a)));
+            hi = Some(hi.map_or(b, |x| x.max(b)));
+            rows.push(json!({"material": m, "image": img.map(|i| format!("/images/{i}")), "min": a, "max": b}));
+        }
+    }
+    let (Some(lo), Some(hi)) = (lo, hi) else {
+        return CheckOutput::Skipped(format!(
+            "no base colour could be measured ({} unmeasured)",
+            count(unmeasured.len() as u64, "texture", "textures")
+        ));
+    };
+    let (min, max) = (cx.profile.get(&MIN_BASE_COLOR), cx.profile.get(&MAX_BASE_COLOR));
+    let outcome = if (lo as f64) < min || (hi as f64) > max { Comparison::Breach } else { Comparison::Within };
+    let message = format!(
+        "base colours range from {lo} to {hi} (sRGB value) over {}, {} the PBR-safe {}-{}",
+        count(rows.len() as u64, "material", "materials"),
+        if outcome == Comparison::Breach { "outside" } else { "within" },
+        min as u64,
+        max as u64
+    );
+    measured(
+        Obj::new()
+            .int("base_color_min", lo as u64)
+            .int("base_color_max", hi as u64)
+            .int("materials", rows.len() as u64)
+            .int("texels", texels)
+            .val("by_material", Value::Array(rows.into_iter().take(MAX_LOCATIONS).collect()))
+            .val("unmeasured", Value::Array(unmeasured.into_iter().take(MAX_LOCATIONS).collect())),
+        Obj::new().param(cx.profile, &MIN_BASE_COLOR).param(cx.profile, &MAX_BASE_COLOR),
+        outcome,
+        message,
+    )
+}
+
+/// MAT-007: its definition.
+pub const COMPRESSION_MIPS: CheckDef = CheckDef {
+    id: "MAT-007",
+    name: "Texture compression and mipmaps",
+    category: CATEGORY,
+    severity: Severity::Warning,
+    params: &[],
+    what: "Over the images that drawn materials use (as MAT-001), takes the share of estimated GPU texture memory (MAT-002's estimate) held by GPU-compressed images: KTX2 in ETC1S or UASTC (Basis Universal) or in a block-compressed Vulkan format (BC, ETC2, EAC, ASTC, PVRTC). For each KTX2 image that some texture samples with mipmap minification or with no sampler, compares the levels stored (levelCount in its header) with a full chain down to 1x1 (floor(log2(longest side)) + 1); PNG, JPEG and WebP get their mipmaps from the viewer.",
+    why: "Compressed textures stay compressed on the GPU (4 to 8 times less memory than RGBA8); but a block-compressed texture cannot have its mipmaps generated at load time, so a KTX2 without its full chain is drawn aliased and shimmering at a distance, or decompressed by the engine. KHR_texture_basisu: a KTX image sampled with mipmap minification (or no sampler) SHOULD contain a full mip pyramid.",
+    fix: "Encode with mipmaps (toktx --genmipmap, KTX-Software's ktx create --generate-mipmap, gltf-transform etc1s/uastc, which keep them by default); convert large PNG/JPEG maps to KTX2 to cut GPU memory.",
+    measured: &[
+        ("compressed_pct", "GPU memory of GPU-compressed images, % of all measured images' GPU memory, 0 to 100"),
+        ("compressed_images", "GPU-compressed images"),
+        ("images", "images measured"),
+        ("missing_mips", "KTX2 images sampled with mipmaps whose mip chain is incomplete"),
+        ("incomplete", "per incomplete KTX2 image (at most 100): pointer, width, height, levels, levels_needed"),
+    ],
+    threshold: &[("max_missing_mips", "always 0")],
+    needs: Needs { geometry: false, textures: true, validator: false, renderer: false },
+    gauge: None,
+    run: compression_mips,
+};
+
+/// Whether a KTX2 encoding ("etc1s", "uastc", "vkformat-N") is GPU block-compressed.
+pub fn gpu_compressed(h: &ImageHeader) -> bool {
+    match h.encoding.as_deref() {
+        Some("etc1s" | "uastc") => true,
+        Some(e) => e.strip_prefix("vkformat-").and_then(|n| n.parse::<u64>().ok()).is_some_and(|n| {
+            // BC1..BC7, ETC2/EAC, ASTC LDR (131..=184); PVRTC (1000054000..=1000054007); ASTC HDR/3D (1000066000..=1000066013).
+            (131..=184).contains(&n)
+                || (1_000_054_000..=1_000_054_007).contains(&n)
+                || (1_000_066_000..=1_000_066_013).contains(&n)
+        }),
+        None => false,
+    }
+}
+
+/// Levels of a full mip chain for a `w` x `h` image.
+pub fn full_chain(w: u32, h: u32) -> u32 {
+    32 - w.max(h).max(1).leading_zeros()
+}
+
+/// Images sampled with mipmap minification, or with no sampler (glTF's
+/// default lets the viewer choose, and viewers mipmap), by used materials.
+fn mipmapped_images(cx: &Ctx<'_>) -> BTreeSet<usize> {
+    use gltf::json::texture::MinFilter;
+    use gltf::json::validation::Checked;
+    let root = &cx.asset.root;
+    let mut out = BTreeSet::new();
+    for m in used_materials(cx).into_iter().flatten() {
+        let Some(mat) = root.materials.get(m) else { continue };
+        for (tex, _) in texture_slots(mat) {
+            let Some(t) = root.textures.get(tex) else { continue };
+            let filter = t.sampler.and_then(|s| root.samplers.get(s.value())).map(|s| s.min_filter);
+            let mips = match filter {
+                None | Some(None) => true,
+                Some(Some(Checked::Valid(f))) => !matches!(f, MinFilter::Nearest | MinFilter::Linear),
+                Some(Some(Checked::Invalid)) => true,
+            };
+            if let (true, Some(img)) = (mips, texture_image(t)) {
+                out.insert(img);
+            }
+        }
+    }
+    out
+}
+
+/// MAT-007.
+pub fn compression_mips(cx: &Ctx<'_>) -> CheckOutput {
+    let images = used_images(cx);
+    let ok = readable(&images);
+    if ok.is_empty() {
+        return CheckOutput::Skipped(if images.is_empty() {
+            "no drawn material uses a texture".into()
+        } else {
+            format!("none of the {} used images has a readable header", images.len())
+        });
+    }
+    let total: u64 = ok.iter().map(|(_, h)| h.gpu_bytes).fold(0, u64::saturating_add);
+    let compressed: Vec<_> = ok.iter().filter(|(_, h)| gpu_compressed(h)).collect();
+    let compressed_bytes: u64 = compressed.iter().map(|(_, h)| h.gpu_bytes).fold(0, u64::saturating_add);
+    let share = if total == 0 { 0.0 } else { compressed_bytes as f64 * 100.0 / total as f64 };
+    let mipmapped = mipmapped_images(cx);
+    let incomplete: Vec<_> = ok
+        .iter()
+        .filter(|(r, h)| {
+            h.format == ImageFormat::Ktx2 && mipmapped.contains(&r.index) && h.levels < full_chain(h.width, h.height)
+        })
+        .collect();
+    let list: Vec<Value> = incomplete
+        .iter()
+        .take(MAX_LOCATIONS)
+        .map(|(r, h)| {
+            json!({"pointer": r.pointer(), "width": h.width, "height": h.height, "levels": h.levels,
+                   "levels_needed": full_chain(h.width, h.height)})
+        })
+        .collect();
+    let message = match incomplete.first() {
+        Some((r, h)) => format!(
+            "{} lacks part of its mip chain; first: {} has {} of {} levels ({}% of texture memory GPU-compressed)",
+            count(incomplete.len() as u64, "KTX2 texture", "KTX2 textures"),
+            r.pointer(),
+            h.levels,
+            full_chain(h.width, h.height),
+            short(share)
+        ),
+        None => format!(
+            "{}% of texture memory is GPU-compressed ({} of {}); every sampled KTX2 mip chain is complete",
+            short(share),
+            compressed.len(),
+            count(ok.len() as u64, "image", "images")
+        ),
+    };
+    measured(
+        Obj::new()
+            .num("compressed_pct", share)
+            .int("compressed_images", compressed.len() as u64)
+            .int("images", ok.len() as u64)
+            .int("missing_mips", incomplete.len() as u64)
+            .val("incomplete", Value::Array(list)),
+        Obj::new().int("max_missing_mips", 0),
+        if incomplete.is_empty() { Comparison::Within } else { Comparison::Breach },
+        message,
     )
 }

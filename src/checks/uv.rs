@@ -1,6 +1,8 @@
 //! UV: texture coordinates present where materials sample textures (UV-001),
 //! and the quality of the layouts: overlap (UV-002), texel stretch (UV-004)
-//! and island padding (UV-005), measured by `geom::uv` per texture space.
+//! and island padding (UV-005), UVs outside the 0-1 square (UV-006),
+//! mirrored UV triangles (UV-007) and texel density (UV-008), measured by
+//! `geom::uv` per texture space.
 
 use super::{CheckDef, Family, LOC, LOC_TOTAL, Needs};
 use super::{CheckOutput, Comparison, Ctx, MAX_LOCATIONS, Obj, count, measured, over, short, thousands};
@@ -20,8 +22,8 @@ pub static FAMILY: Family = Family {
     prefix: "UV",
     category: CATEGORY,
     label: "UVs",
-    blurb: "Missing UVs, overlap, stretch, island padding",
-    checks: &[MISSING_UVS, OVERLAP, STRETCH, PADDING],
+    blurb: "Missing UVs, overlap, stretch, island padding, range, mirroring, texel density",
+    checks: &[MISSING_UVS, OVERLAP, STRETCH, PADDING, OUTSIDE_UNIT_SQUARE, MIRRORED, TEXEL_DENSITY],
 };
 
 /// UV-001: its definition.
@@ -539,6 +541,376 @@ pub fn padding(cx: &Ctx<'_>) -> CheckOutput {
             .locations(&locations),
         Obj::new().param(cx.profile, &MIN_PADDING_PX),
         outcome,
+        message,
+    )
+}
+
+// ---------------------------------------------------------------------------
+// UV-006, UV-007, UV-008: UV range, mirrored triangles and texel density,
+// per texture space (material and UV set), each primitive once.
+// ---------------------------------------------------------------------------
+
+/// The UV sets that `material` reads through some texture slot other than
+/// `occlusionTexture` (an occlusion map is baked lighting, like a lightmap).
+fn colour_sets(cx: &Ctx<'_>, material: Option<usize>) -> BTreeSet<usize> {
+    let Some(mat) = material.and_then(|m| cx.asset.root.materials.get(m)) else { return BTreeSet::new() };
+    let mut m = mat.clone();
+    m.occlusion_texture = None;
+    texture_slots(&m).into_iter().map(|(_, s)| s as usize).collect()
+}
+
+/// Whether TEXCOORD_`set` is a lightmap set for `material`: a set other than
+/// TEXCOORD_0 that no texture slot but `occlusionTexture` reads (engines bake
+/// lightmaps into the second UV channel: Unity's "Generate Lightmap UVs",
+/// Unreal's Light Map Coordinate Index 1, Godot's UV2).
+fn is_lightmap_set(cx: &Ctx<'_>, material: Option<usize>, set: usize) -> bool {
+    set >= 1 && !colour_sets(cx, material).contains(&set)
+}
+
+/// UV-006: its definition.
+pub const OUTSIDE_UNIT_SQUARE: CheckDef = CheckDef {
+    id: "UV-006",
+    name: "UVs outside the 0-1 square",
+    category: CATEGORY,
+    severity: Severity::Warning,
+    params: &[],
+    what: "For every texture space (material and UV set) of the drawn primitives, each primitive once, counts the UV coordinates (accessor elements) outside the closed [0,1] square, non-finite ones included, and takes the finite range of u and v. A set other than TEXCOORD_0 that the material reads through no texture slot except occlusionTexture is a lightmap set. Outside UVs in a colour set are reported (tiling and trim sheets use them on purpose); in a lightmap set they breach.",
+    why: "Lightmaps and baked occlusion are unique per surface: a UV outside the tile wraps onto another surface's texels, so lighting bakes onto the wrong place, and lightmappers (Unity, Unreal, Godot) refuse or clamp such UVs. Atlased assets that do not tile should also stay inside the tile (the glTF-Asset-Auditor's requireRangeZeroToOne).",
+    fix: "Pack the lightmap UV set into the 0-1 square (Blender: UV > Pack Islands on the second UV map; Unity: Generate Lightmap UVs); for atlased colour sets, move islands back into the tile by whole units.",
+    measured: &[
+        ("outside_pct", "UVs outside [0,1] over all texture spaces, % of UVs, 0 to 100"),
+        ("outside_uvs", "UVs outside [0,1], summed over texture spaces"),
+        ("uvs", "UVs looked at, summed over texture spaces"),
+        ("lightmap_sets", "texture spaces whose set is a lightmap set"),
+        ("lightmap_outside_uvs", "UVs outside [0,1] in lightmap sets"),
+        (
+            "sets",
+            "per texture space (at most 100, most outside first): set, material (index or null), lightmap, uvs, outside_uvs, outside_pct, u_min, u_max, v_min, v_max (null when no UV is finite)",
+        ),
+        LOC,
+        LOC_TOTAL,
+    ],
+    threshold: &[("max_lightmap_outside_uvs", "always 0: a lightmap set lies inside the 0-1 square")],
+    needs: Needs { geometry: true, textures: false, validator: false, renderer: false },
+    gauge: None,
+    run: outside_unit_square,
+};
+
+fn pct(part: u64, whole: u64) -> f64 {
+    if whole == 0 { 0.0 } else { part as f64 * 100.0 / whole as f64 }
+}
+
+/// UV-006.
+pub fn outside_unit_square(cx: &Ctx<'_>) -> CheckOutput {
+    let groups = uv_groups(cx);
+    if groups.is_empty() {
+        return CheckOutput::Skipped(NO_UVS.into());
+    }
+    let mut rows = Vec::with_capacity(groups.len());
+    let mut locations = Vec::new();
+    let mut seen = BTreeSet::new();
+    let mut total = guv::RangeStats::default();
+    let (mut lightmap_sets, mut lightmap_outside) = (0u64, 0u64);
+    for g in &groups {
+        let lightmap = is_lightmap_set(cx, g.material, g.set);
+        let mut s = guv::RangeStats::default();
+        let mut flags = Vec::with_capacity(g.prims.len());
+        for p in &g.prims {
+            let r = p.uvs.get(g.set).and_then(|u| u.as_deref()).map(guv::uv_range).unwrap_or_default();
+            flags.push(lightmap && r.outside > 0);
+            s.merge(&r);
+        }
+        if lightmap {
+            lightmap_sets += 1;
+            lightmap_outside += s.outside;
+            flagged(&mut locations, &mut seen, &g.prims, &flags);
+        }
+        total.merge(&s);
+        rows.push((g, lightmap, s));
+    }
+    rows.sort_by(|a, b| pct(b.2.outside, b.2.vertices).total_cmp(&pct(a.2.outside, a.2.vertices)));
+    let bound = |x: Option<[f64; 2]>, k: usize| x.map_or(Value::Null, |v| crate::report::num(v[k]));
+    let sets: Vec<Value> = rows
+        .iter()
+        .take(MAX_LOCATIONS)
+        .map(|(g, lightmap, s)| {
+            json!({
+                "set": g.set,
+                "material": material_json(g.material),
+                "lightmap": lightmap,
+                "uvs": s.vertices,
+                "outside_uvs": s.outside,
+                "outside_pct": crate::report::num(pct(s.outside, s.vertices)),
+                "u_min": bound(s.min, 0),
+                "u_max": bound(s.max, 0),
+                "v_min": bound(s.min, 1),
+                "v_max": bound(s.max, 1),
+            })
+        })
+        .collect();
+    let outside_pct = pct(total.outside, total.vertices);
+    let outcome = if lightmap_outside > 0 { Comparison::Breach } else { Comparison::Within };
+    let message = if lightmap_outside > 0 {
+        let (g, _, s) = rows.iter().find(|r| r.1 && r.2.outside > 0).expect("a lightmap set has outside UVs");
+        format!(
+            "{} of the lightmap set {} lie outside the 0-1 square ({}%); a lightmap must lie inside",
+            count(s.outside, "UV", "UVs"),
+            g.label(),
+            short(pct(s.outside, s.vertices))
+        )
+    } else if total.outside == 0 {
+        format!("every UV lies inside the 0-1 square ({})", count(groups.len() as u64, "UV layout", "UV layouts"))
+    } else {
+        format!(
+            "{}% of the UVs lie outside the 0-1 square ({} of {}), none of them in a lightmap set",
+            short(outside_pct),
+            thousands(total.outside),
+            thousands(total.vertices)
+        )
+    };
+    measured(
+        Obj::new()
+            .num("outside_pct", outside_pct)
+            .int("outside_uvs", total.outside)
+            .int("uvs", total.vertices)
+            .int("lightmap_sets", lightmap_sets)
+            .int("lightmap_outside_uvs", lightmap_outside)
+            .val("sets", Value::Array(sets))
+            .locations(&locations),
+        Obj::new().int("max_lightmap_outside_uvs", 0),
+        outcome,
+        message,
+    )
+}
+
+/// Budget: Mirrored UV triangles allowed.
+pub const MAX_MIRRORED_UV_PCT: Param = Param {
+    key: "max_mirrored_uv_pct",
+    unit: "% of UV triangles",
+    doc: "Mirrored (inverted) UV triangles allowed",
+    overridable: false,
+    integer: false,
+};
+
+/// UV-007: its definition.
+pub const MIRRORED: CheckDef = CheckDef {
+    id: "UV-007",
+    name: "Mirrored UV triangles",
+    category: CATEGORY,
+    severity: Severity::Warning,
+    params: &[&MAX_MIRRORED_UV_PCT],
+    what: "For every texture space (material and UV set) of the drawn primitives, each primitive once and as authored (a node's mirroring transform is XFM's business), takes each triangle's signed UV area (b - a) x (c - a) on the accessor values. glTF puts the UV origin at the image's top-left, so a triangle that reads the right way round on the texture has a negative signed area; a positive one is mirrored, the glTF-Asset-Auditor's inverted-UV test (its TriangleUv.isCounterClockwise). Triangles with zero UV area count as neither. The share is of all triangles with the set, summed over texture spaces.",
+    why: "A mirrored triangle shows its texture back to front: text and logos read reversed, and tangent-space normal maps shade the wrong way unless tangents account for the mirroring.",
+    fix: "Flip the mirrored islands back in the UV editor (Blender: select the island, UV > Mirror X), or, for intentionally mirrored halves, give them their own tangents and keep text out of them.",
+    measured: &[
+        ("mirrored_triangles", "mirrored UV triangles, summed over texture spaces"),
+        ("mirrored_pct", "mirrored_triangles / triangles x 100, 0 to 100"),
+        ("triangles", "triangles looked at, summed over texture spaces"),
+        (
+            "sets",
+            "per texture space (at most 100, most mirrored first): set, material (index or null), triangles, mirrored_triangles, mirrored_pct",
+        ),
+        LOC,
+        LOC_TOTAL,
+    ],
+    threshold: &[("max_mirrored_uv_pct", "largest allowed share of mirrored triangles, %")],
+    needs: Needs { geometry: true, textures: false, validator: false, renderer: false },
+    gauge: Some(("mirrored_pct", "max_mirrored_uv_pct")),
+    run: mirrored,
+};
+
+/// UV-007.
+pub fn mirrored(cx: &Ctx<'_>) -> CheckOutput {
+    let groups = uv_groups(cx);
+    if groups.is_empty() {
+        return CheckOutput::Skipped(NO_UVS.into());
+    }
+    let mut rows = Vec::with_capacity(groups.len());
+    let mut locations = Vec::new();
+    let mut seen = BTreeSet::new();
+    let (mut tris, mut mirrored) = (0u64, 0u64);
+    for g in &groups {
+        let mut s = guv::MirrorStats::default();
+        let mut flags = Vec::with_capacity(g.prims.len());
+        for p in &g.prims {
+            let m = p
+                .uvs
+                .get(g.set)
+                .and_then(|u| u.as_deref())
+                .map(|uvs| guv::mirrored_triangles(uvs, &p.triangles))
+                .unwrap_or_default();
+            flags.push(m.mirrored > 0);
+            s.triangles += m.triangles;
+            s.mirrored += m.mirrored;
+        }
+        flagged(&mut locations, &mut seen, &g.prims, &flags);
+        tris += s.triangles;
+        mirrored += s.mirrored;
+        rows.push((g, s));
+    }
+    rows.sort_by(|a, b| pct(b.1.mirrored, b.1.triangles).total_cmp(&pct(a.1.mirrored, a.1.triangles)));
+    let sets: Vec<Value> = rows
+        .iter()
+        .take(MAX_LOCATIONS)
+        .map(|(g, s)| {
+            json!({
+                "set": g.set,
+                "material": material_json(g.material),
+                "triangles": s.triangles,
+                "mirrored_triangles": s.mirrored,
+                "mirrored_pct": crate::report::num(pct(s.mirrored, s.triangles)),
+            })
+        })
+        .collect();
+    let share = pct(mirrored, tris);
+    let max = cx.profile.get(&MAX_MIRRORED_UV_PCT);
+    let outcome = over(share, max);
+    let message = if mirrored == 0 {
+        format!("no mirrored UV triangles among {}", count(tris, "triangle", "triangles"))
+    } else {
+        let (g, s) = &rows[0];
+        format!(
+            "{} of {} are mirrored in UV space ({}%), {} the {}% limit; most in {} ({})",
+            thousands(mirrored),
+            count(tris, "triangle", "triangles"),
+            short(share),
+            if outcome == Comparison::Breach { "over" } else { "within" },
+            short(max),
+            g.label(),
+            thousands(s.mirrored)
+        )
+    };
+    measured(
+        Obj::new()
+            .int("mirrored_triangles", mirrored)
+            .num("mirrored_pct", share)
+            .int("triangles", tris)
+            .val("sets", Value::Array(sets))
+            .locations(&locations),
+        Obj::new().param(cx.profile, &MAX_MIRRORED_UV_PCT),
+        outcome,
+        message,
+    )
+}
+
+/// UV-008: its definition.
+pub const TEXEL_DENSITY: CheckDef = CheckDef {
+    id: "UV-008",
+    name: "Texel density",
+    category: CATEGORY,
+    severity: Severity::Info,
+    params: &[],
+    what: "For every texture space (material and UV set) that samples a texture, each drawn primitive once, placed by the world transform of its first instance (so node scale counts), gives each triangle its texel density: sqrt(UV area x width x height / 3D area) in pixels per metre, where width and height are those of the largest texture the material samples through that set (a 1 m square mapped onto the whole of a 1024x1024 texture is 1024 px/m). Percentiles are weighted by 3D area: p5, median and p95, per material and over all texture spaces together. The glTF-Asset-Auditor's \"pixels per meter\" is UV area / 3D area times the file's largest (or smallest) texture's width x height, which is pixels squared per square metre, the square of this figure, and it reports only the extremes.",
+    why: "Texel density tells how sharp a surface looks at a given distance; a spread across materials or parts means some look blurry beside others, and a density far above what the viewer ever sees wastes memory.",
+    fix: "Nothing to fix: it measures. Even out density by scaling UV islands (Blender: Texel Density add-ons, UV > Average Islands Scale), or give materials texture sizes proportional to their surface.",
+    measured: &[
+        ("texel_density_median", "area-weighted median texel density over every texture space, px/m"),
+        ("texel_density_p5", "area-weighted 5th percentile, px/m"),
+        ("texel_density_p95", "area-weighted 95th percentile, px/m"),
+        ("triangles", "triangles measured"),
+        (
+            "materials",
+            "per texture space (at most 100, in material order): material (index or null), set, width, height, triangles, texel_density_p5, texel_density_median, texel_density_p95",
+        ),
+    ],
+    threshold: &[],
+    needs: Needs { geometry: true, textures: true, validator: false, renderer: false },
+    gauge: None,
+    run: texel_density,
+};
+
+/// Texel-density percentiles: (p5, median, p95), px/m.
+type Quantiles = (f64, f64, f64);
+
+/// Density percentiles of one sample set: (p5, median, p95).
+fn density_quantiles(items: &mut [guv::Weighted]) -> Option<Quantiles> {
+    let q = |items: &mut [guv::Weighted], x: f64| guv::weighted_quantile(items, x);
+    Some((q(items, 0.05)?, q(items, 0.5)?, q(items, 0.95)?))
+}
+
+/// UV-008.
+pub fn texel_density(cx: &Ctx<'_>) -> CheckOutput {
+    let groups: Vec<UvGroup<'_>> = uv_groups(cx).into_iter().filter(|g| g.texture.is_some()).collect();
+    if groups.is_empty() {
+        return CheckOutput::Skipped("no drawn primitive samples a texture through its UVs".into());
+    }
+    let first: BTreeMap<(usize, usize), &Instance> =
+        drawn_primitives(cx).into_iter().map(|(p, i)| ((p.mesh, p.index), i)).collect();
+    let mut all = Vec::new();
+    let mut rows = Vec::with_capacity(groups.len());
+    for (gi, g) in groups.iter().enumerate() {
+        let (w, h) = g.size();
+        let mut samples = Vec::new();
+        for p in &g.prims {
+            let (Some(uvs), Some(inst)) = (p.uvs.get(g.set).and_then(|u| u.as_deref()), first.get(&(p.mesh, p.index)))
+            else {
+                continue;
+            };
+            let world: Vec<[f64; 3]> = p.positions.iter().map(|&q| mat4::transform_point(&inst.world, q)).collect();
+            samples.reserve(p.triangles.len());
+            for t in &p.triangles {
+                let [a, b, c] = t.map(|i| i as usize);
+                let (Some(&pa), Some(&pb), Some(&pc)) = (world.get(a), world.get(b), world.get(c)) else { continue };
+                let (Some(&ua), Some(&ub), Some(&uc)) = (uvs.get(a), uvs.get(b), uvs.get(c)) else { continue };
+                if let Some((area, d)) = guv::texel_density([pa, pb, pc], [ua, ub, uc], w as f64, h as f64) {
+                    let order = ((gi as u64) << 40) | samples.len() as u64;
+                    samples.push(guv::Weighted { value: d, weight: area, order });
+                }
+            }
+        }
+        rows.push((g, samples));
+    }
+    // One texture space: its percentiles are the overall ones (three
+    // selections over a million triangles, not six).
+    let single = rows.len() == 1;
+    let rows: Vec<(&UvGroup<'_>, u64, Option<Quantiles>)> = rows
+        .into_iter()
+        .map(|(g, mut samples)| {
+            let q = if single { None } else { density_quantiles(&mut samples) };
+            let n = samples.len() as u64;
+            all.extend(samples);
+            (g, n, q)
+        })
+        .collect();
+    let Some((p5, median, p95)) = density_quantiles(&mut all) else {
+        return CheckOutput::Skipped("no textured triangle has a measurable 3D area".into());
+    };
+    let rows: Vec<_> =
+        rows.into_iter().map(|(g, n, q)| (g, n, if single { Some((p5, median, p95)) } else { q })).collect();
+    let qn = |q: Option<(f64, f64, f64)>, k: usize| q.map_or(Value::Null, |q| crate::report::num([q.0, q.1, q.2][k]));
+    let materials: Vec<Value> = rows
+        .iter()
+        .take(MAX_LOCATIONS)
+        .map(|(g, n, q)| {
+            let (w, h) = g.size();
+            json!({
+                "material": material_json(g.material),
+                "set": g.set,
+                "width": w,
+                "height": h,
+                "triangles": n,
+                "texel_density_p5": qn(*q, 0),
+                "texel_density_median": qn(*q, 1),
+                "texel_density_p95": qn(*q, 2),
+            })
+        })
+        .collect();
+    let message = format!(
+        "texel density {} px/m (median; 5-95%: {} to {} px/m) over {}",
+        short(median),
+        short(p5),
+        short(p95),
+        count(groups.len() as u64, "textured UV layout", "textured UV layouts")
+    );
+    measured(
+        Obj::new()
+            .num("texel_density_median", median)
+            .num("texel_density_p5", p5)
+            .num("texel_density_p95", p95)
+            .int("triangles", all.len() as u64)
+            .val("materials", Value::Array(materials)),
+        Obj::new(),
+        Comparison::Within,
         message,
     )
 }

@@ -29,6 +29,27 @@ pub fn png(w: u32, h: u32) -> Vec<u8> {
     out
 }
 
+/// Like [`png`], with every texel's largest channel inside the PBR-safe
+/// sRGB range 30-243 (MAT-006): the pattern's channels mapped into 30-240.
+///
+/// # Panics
+///
+/// If `w` or `h` is zero.
+pub fn png_pbr_safe(w: u32, h: u32) -> Vec<u8> {
+    use image::ImageEncoder as _;
+    assert!(w > 0 && h > 0, "testkit::png_pbr_safe: empty image");
+    let img = image::RgbaImage::from_fn(w, h, |x, y| {
+        let [r, g, b, a] = pattern(x, y, w, h);
+        let safe = |c: u8| (30 + u32::from(c) * 210 / 255) as u8;
+        image::Rgba([safe(r), safe(g), safe(b), a])
+    });
+    let mut out = Vec::new();
+    image::codecs::png::PngEncoder::new(&mut out)
+        .write_image(img.as_raw(), w, h, image::ExtendedColorType::Rgba8)
+        .unwrap_or_else(|e| panic!("testkit::png_pbr_safe: encoding failed: {e}"));
+    out
+}
+
 /// A real, decodable RGB JPEG of `w` x `h` pixels with a simple pattern.
 ///
 /// # Panics

@@ -12,19 +12,23 @@
 //! - [`islands`]: UV islands.
 //! - [`padding`]: the gaps between islands (UV-005).
 //! - [`stretch`]: texel stretch (UV-004).
+//! - [`metrics`]: UVs outside [0,1] (UV-006), mirrored UV triangles (UV-007)
+//!   and texel density (UV-008).
 //!
 //! This file only declares the parts and re-exports the names the UV checks
 //! use (`geom::uv::{UvMesh, uv_overlap, island_padding, ...}`).
 
 pub mod islands;
 pub mod layout;
+pub mod metrics;
 pub mod overlap;
 pub mod padding;
 pub mod raster;
 pub mod stretch;
 
 pub use layout::UvMesh;
+pub use metrics::{MirrorStats, RangeStats, mirrored_triangles, texel_density, uv_range};
 pub use overlap::uv_overlap;
 pub use padding::{MAX_SEARCH_TEXELS, PaddingStats, island_padding};
 pub use raster::DEFAULT_RASTER_PX;
-pub use stretch::{StretchStats, Weighted, summarize_stretch, triangle_stretch};
+pub use stretch::{StretchStats, Weighted, summarize_stretch, triangle_stretch, weighted_quantile};
