@@ -18,7 +18,8 @@ root) or the files named on the command line, this script
    sources (the copy vendored in the meshopt crate, version 1.3), not
    through meshcheck's bindings: ACMR and ATVR (16-entry FIFO), overfetch
    (vertex size from the accessors, each attribute rounded up to 4 bytes,
-   clamped to 12..256) and overdraw;
+   clamped to 12..256) and overdraw (on every k-th triangle above PERF-005's
+   131,072-triangle cost cap, as meshcheck samples);
 4. counts unused vertices (no triangle references them) and duplicate
    vertices (numpy: rows identical in the raw bytes of POSITION, NORMAL,
    TANGENT, TEXCOORD_n and COLOR_0) per distinct drawn primitive;
@@ -219,6 +220,7 @@ def reference(doc: Doc, ref_bin: str, tmp: Path) -> dict:
     tr = rf = tt = 0.0
     atvr, fetch, over = [], [], []
     unused = dups = verts = nprims = 0
+    drawn = []
     for mi, n in sorted(counts.items()):
         for prim in j["meshes"][mi].get("primitives", []):
             pos = doc.floats(prim["attributes"]["POSITION"])
@@ -229,34 +231,39 @@ def reference(doc: Doc, ref_bin: str, tmp: Path) -> dict:
                 idx = np.arange(nv, dtype=np.int64)
             t = triangles(prim.get("mode", 4), idx)
             t = t[(t < nv).all(axis=1)]
-            if len(t) == 0:
-                continue
-            nprims += 1
-            f = tmp / "prim.bin"
-            ind = t.astype(np.uint32).reshape(-1)
-            f.write_bytes(struct.pack("<QQQ", len(ind), nv, vertex_size(doc, prim)) + ind.tobytes()
-                          + np.ascontiguousarray(pos, dtype="<f4").tobytes())
-            vals = subprocess.run([ref_bin, str(f)], capture_output=True, text=True, check=True).stdout.split()
-            transformed, uniq = int(vals[0]), int(vals[1])
-            w = len(t) * n
-            tr += transformed * n
-            rf += uniq * n
-            tt += w
-            atvr.append((transformed / uniq, w))
-            fetch.append((float(vals[5]), w))
-            if int(vals[6]) > 0:
-                over.append((float(vals[8]), w))
-            unused += nv - uniq
-            verts += nv
-            # duplicate vertices: the raw bytes of the attributes meshcheck decodes
-            cols = []
-            for name, acc in prim["attributes"].items():
-                if name in ("POSITION", "NORMAL", "TANGENT", "COLOR_0") or (name.startswith("TEXCOORD_") and int(name[9:]) < 8):
-                    r = doc.raw(acc)
-                    if len(r) == nv:
-                        cols.append(np.ascontiguousarray(r).view(np.uint8).reshape(nv, -1))
-            rows = np.ascontiguousarray(np.concatenate(cols, axis=1))
-            dups += nv - len(np.unique(rows.view(np.dtype((np.void, rows.shape[1])))))
+            if len(t):
+                drawn.append((prim, n, pos, nv, t))
+    # PERF-005's cost cap: every k-th triangle above 131,072 (src/checks/perf.rs OVERDRAW_MAX_TRIANGLES)
+    total = sum(len(t) for *_, t in drawn)
+    stride = max(1, -(-total // 131072))
+    out["sample_stride"] = stride if drawn else None
+    for prim, n, pos, nv, t in drawn:
+        nprims += 1
+        f = tmp / "prim.bin"
+        ind = t.astype(np.uint32).reshape(-1)
+        f.write_bytes(struct.pack("<QQQ", len(ind), nv, vertex_size(doc, prim)) + ind.tobytes()
+                      + np.ascontiguousarray(pos, dtype="<f4").tobytes())
+        vals = subprocess.run([ref_bin, str(f), str(stride)], capture_output=True, text=True, check=True).stdout.split()
+        transformed, uniq = int(vals[0]), int(vals[1])
+        w = len(t) * n
+        tr += transformed * n
+        rf += uniq * n
+        tt += w
+        atvr.append((transformed / uniq, w))
+        fetch.append((float(vals[5]), w))
+        if int(vals[6]) > 0:
+            over.append((float(vals[8]), w))
+        unused += nv - uniq
+        verts += nv
+        # duplicate vertices: the raw bytes of the attributes meshcheck decodes
+        cols = []
+        for name, acc in prim["attributes"].items():
+            if name in ("POSITION", "NORMAL", "TANGENT", "COLOR_0") or (name.startswith("TEXCOORD_") and int(name[9:]) < 8):
+                r = doc.raw(acc)
+                if len(r) == nv:
+                    cols.append(np.ascontiguousarray(r).view(np.uint8).reshape(nv, -1))
+        rows = np.ascontiguousarray(np.concatenate(cols, axis=1))
+        dups += nv - len(np.unique(rows.view(np.dtype((np.void, rows.shape[1])))))
 
     def wmean(xs):
         s = sum(w for _, w in xs)
@@ -286,6 +293,7 @@ def run_meshcheck(binary: str, path: Path) -> dict:
             "unused_vertices": m("PERF-006")["unused_vertices"], "duplicate_vertices": m("PERF-006")["duplicate_vertices"],
             "vertices": m("PERF-006")["vertices"],
             "overdraw": m("PERF-005").get("overdraw") if c["PERF-005"]["status"] != "skipped" else None,
+            "sample_stride": m("PERF-005").get("sample_stride"),
         })
     return out
 

@@ -11,21 +11,24 @@
 //   pixels_covered pixels_shaded overdraw
 // The vertex cache is meshoptimizer's FIFO model with 16 entries and no warp
 // or primitive-group limit (meshcheck's PERF-004 settings). Overdraw is
-// computed on the triangles whose three corners are finite (as PERF-005).
+// computed on every OVERDRAW_STRIDE-th triangle (default 1) whose three
+// corners are finite (as PERF-005, which samples above 131,072 triangles).
 #include "meshoptimizer.h"
 
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <vector>
 
 int main(int argc, char** argv)
 {
-	if (argc != 2)
+	if (argc != 2 && argc != 3)
 	{
-		fprintf(stderr, "usage: meshopt_ref FILE\n");
+		fprintf(stderr, "usage: meshopt_ref FILE [OVERDRAW_STRIDE]\n");
 		return 2;
 	}
+	size_t stride = argc == 3 ? strtoul(argv[2], NULL, 10) : 1;
 	FILE* f = fopen(argv[1], "rb");
 	if (!f)
 		return 2;
@@ -48,7 +51,7 @@ int main(int argc, char** argv)
 	meshopt_VertexFetchStatistics vf = meshopt_analyzeVertexFetch(indices.data(), index_count, vertex_count, vertex_size);
 
 	std::vector<unsigned int> finite;
-	for (size_t t = 0; t < index_count; t += 3)
+	for (size_t t = 0; t < index_count; t += 3 * stride)
 	{
 		bool ok = true;
 		for (int k = 0; k < 3; ++k)
