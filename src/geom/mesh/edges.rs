@@ -547,7 +547,7 @@ mod tests {
         let (p, mut t) = cube();
         t.push([2, 0, 1]); // triangle 0 rotated: same winding
         t.push([0, 2, 1]); // triangle 0 reversed: back to back
-        t.push([6, 1, 5]); // triangle 4 reversed
+        t.push([6, 5, 1]); // triangle 4 reversed
         let topo = Topology::build(&p, &t, 1e-5);
         assert_eq!(topo.duplicate_faces(), vec![(12, false), (13, true), (14, true)]);
     }
