@@ -5,7 +5,7 @@ For every shared asset (../shared/assets/models, relative to the repository
 root) or the files named on the command line, this script
 
 1. runs `meshcheck validate FILE --only GEO,TOP --skip SPEC-001 --format json`
-   and reads GEO-002/003/004/007's `measured`;
+   and reads GEO-002/003/004/007/008/009's `measured`;
 2. loads the same file with trimesh (zip bundles are extracted into a temporary
    folder first and their main file loaded: the shallowest .gltf, then .glb,
    ties by name, as meshcheck picks it), with no processing and no vertex
@@ -112,6 +112,13 @@ EXACT = [
     "winding_consistent",
     "flipped_faces",
     "degenerate_mc_definition",
+    # GEO-008: its edge count (the same definition as GEO-002's) and bow-tie
+    # vertices from trimesh's edge map (see non_manifold_vertices below).
+    "non_manifold_edges_geo008",
+    "non_manifold_vertices",
+    # GEO-009: numpy on the same weld (sorted welded vertex triples).
+    "duplicate_faces",
+    "duplicate_opposite",
 ]
 # Quantities whose trimesh definition differs from meshcheck's; a difference is
 # accepted only when the matching explain_* function accounts for all of it.
@@ -258,7 +265,8 @@ def measure(points: np.ndarray, faces: np.ndarray, tol: float, debris_tri_pct=1.
 
     if out["faces_after_weld"] == 0:
         for q in ("boundary_edges", "boundary_loops", "non_manifold_edges", "shells", "open_shells",
-                  "shells_face_adjacency", "flipped_faces", "debris_shells"):
+                  "shells_face_adjacency", "flipped_faces", "debris_shells", "non_manifold_edges_geo008",
+                  "non_manifold_vertices", "duplicate_faces", "duplicate_opposite"):
             out[q] = 0
         out["winding_consistent"] = True
         return out
@@ -308,6 +316,11 @@ def measure(points: np.ndarray, faces: np.ndarray, tol: float, debris_tri_pct=1.
         nonorientable = 0 if fixed.is_winding_consistent else 1
     out["flipped_faces"] = flipped
     out["_winding"] = dict(nonorientable=nonorientable)
+    # --- GEO-008 ------------------------------------------------------------
+    out["non_manifold_edges_geo008"] = out["non_manifold_edges"]
+    out["non_manifold_vertices"] = non_manifold_vertices(mesh)
+    # --- GEO-009 ------------------------------------------------------------
+    out["duplicate_faces"], out["duplicate_opposite"] = duplicate_faces(np.asarray(mesh.faces))
     # --- GEO-007 (same definition as src/checks/geo.rs floating_debris) -----
     sizes = np.bincount(shell, minlength=nshells)
     fv = mesh.vertices[mesh.faces]  # (nf,3,3)
@@ -330,6 +343,60 @@ def measure(points: np.ndarray, faces: np.ndarray, tol: float, debris_tri_pct=1.
                 debris += 1
     out["debris_shells"] = debris
     return out
+
+
+def non_manifold_vertices(mesh: trimesh.Trimesh) -> int:
+    """Bow-tie vertices (GEO-008's definition): a vertex whose faces form more
+    than one fan, two faces at a vertex being in one fan when edges ending at
+    that vertex join them (any shared edge, manifold or not), directly or
+    through other faces there. Built on trimesh's edge map: `mesh.edges` (row
+    3f+j is face f's edge from corner j to corner j+1) and
+    `mesh.edges_unique_inverse` (which unique edge each row is); the corners
+    (3f+j) that share a vertex across a shared edge are joined, and
+    scipy's connected components count the fans of each vertex."""
+    faces = np.asarray(mesh.faces, dtype=np.int64)
+    nf = len(faces)
+    if nf == 0:
+        return 0
+    rows = np.asarray(mesh.edges, dtype=np.int64)
+    inv = np.asarray(mesh.edges_unique_inverse, dtype=np.int64)
+    j = np.arange(3 * nf) % 3
+    corner_a = np.arange(3 * nf)  # corner of rows[:, 0] in its face
+    corner_b = 3 * (np.arange(3 * nf) // 3) + (j + 1) % 3  # corner of rows[:, 1]
+    order = np.argsort(inv, kind="stable")
+    same = inv[order][1:] == inv[order][:-1]
+    r1, r2 = order[:-1][same], order[1:][same]
+    aligned = rows[r1, 0] == rows[r2, 0]
+    pairs = np.concatenate([
+        np.column_stack([corner_a[r1], np.where(aligned, corner_a[r2], corner_b[r2])]),
+        np.column_stack([corner_b[r1], np.where(aligned, corner_b[r2], corner_a[r2])]),
+    ])
+    n = 3 * nf
+    graph = coo_matrix((np.ones(len(pairs), dtype=np.int8), (pairs[:, 0], pairs[:, 1])), shape=(n, n))
+    _, comp = connected_components(graph, directed=False)
+    vertex = faces.reshape(-1)
+    fans = np.unique(np.column_stack([vertex, comp]), axis=0)
+    per_vertex = np.bincount(fans[:, 0], minlength=len(mesh.vertices))
+    return int((per_vertex > 1).sum())
+
+
+def duplicate_faces(faces: np.ndarray) -> tuple[int, int]:
+    """GEO-009 with numpy: faces over the same welded vertex set (any order or
+    winding); each group of k counts k - 1. The second figure counts those
+    whose winding (the parity of the permutation that sorts the triple)
+    differs from their group's first face (the lowest index)."""
+    if len(faces) == 0:
+        return 0, 0
+    srt = np.sort(faces, axis=1)
+    _, first, inverse = np.unique(srt, axis=0, return_index=True, return_inverse=True)
+    inverse = inverse.reshape(-1)
+    a, b, c = faces[:, 0], faces[:, 1], faces[:, 2]
+    parity = ((a > b).astype(int) + (a > c) + (b > c)) % 2
+    dup = len(faces) - len(first)
+    is_first = np.zeros(len(faces), dtype=bool)
+    is_first[first] = True
+    opposite = int(((parity != parity[first[inverse]]) & ~is_first).sum())
+    return int(dup), opposite
 
 
 # ---------------------------------------------------------------------------
@@ -425,7 +492,7 @@ def run_meshcheck(binary: str, path: Path, tol: float | None = None) -> dict:
     except json.JSONDecodeError:
         raise RuntimeError(f"meshcheck exited {proc.returncode}: {proc.stderr.strip()[:500]}")
     checks = {c["id"]: c for c in report.get("checks", [])}
-    for need in ("GEO-002", "GEO-003", "GEO-004", "GEO-007"):
+    for need in ("GEO-002", "GEO-003", "GEO-004", "GEO-007", "GEO-008", "GEO-009"):
         if need not in checks:
             raise RuntimeError(f"meshcheck's report has no {need}: rebuild it (cargo build --release --bin meshcheck)")
 
@@ -449,6 +516,10 @@ def run_meshcheck(binary: str, path: Path, tol: float | None = None) -> dict:
         "debris_shells": m("GEO-007", "debris_shells"),
         "flipped_faces": m("GEO-003", "flipped_face_count"),
         "degenerate_triangles": m("GEO-004", "degenerate_triangles"),
+        "non_manifold_edges_geo008": m("GEO-008", "non_manifold_edges"),
+        "non_manifold_vertices": m("GEO-008", "non_manifold_vertices"),
+        "duplicate_faces": m("GEO-009", "duplicate_faces"),
+        "duplicate_opposite": m("GEO-009", "opposite_winding"),
     }
     out["collapsed"] = out["triangles"] - out["faces_after_weld"]
     out["winding_consistent"] = out["flipped_faces"] == 0

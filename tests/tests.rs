@@ -11,6 +11,7 @@ mod architecture;
 #[cfg(feature = "serve")]
 mod billing;
 mod checks;
+mod checks_geo_perf;
 mod ci_formats;
 mod cli;
 mod compare;

@@ -1,5 +1,6 @@
-//! GEO: open boundaries, winding, degenerate triangles and floating debris,
-//! all on the scene's one welded world mesh ([`crate::asset::scene::WorldMesh`]).
+//! GEO: open boundaries, winding, degenerate triangles, floating debris,
+//! non-manifold edges and vertices, and duplicate faces, all on the scene's
+//! one welded world mesh ([`crate::asset::scene::WorldMesh`]).
 
 use super::{CheckDef, Family, LOC, LOC_TOTAL, Needs, WELD_TOLERANCE};
 use super::{CheckOutput, Comparison, Ctx, Obj, count, measured, short};
@@ -18,8 +19,8 @@ pub static FAMILY: Family = Family {
     prefix: "GEO",
     category: CATEGORY,
     label: "Geometry",
-    blurb: "Holes, winding, degenerate triangles, floating debris",
-    checks: &[OPEN_BOUNDARIES, WINDING, DEGENERATE_TRIANGLES, FLOATING_DEBRIS],
+    blurb: "Holes, winding, degenerate triangles, floating debris, non-manifold and duplicate faces",
+    checks: &[OPEN_BOUNDARIES, WINDING, DEGENERATE_TRIANGLES, FLOATING_DEBRIS, NON_MANIFOLD, DUPLICATE_FACES],
 };
 
 const NO_TRIANGLES: &str = "the default scene draws no triangles";
@@ -434,6 +435,159 @@ pub fn floating_debris(cx: &Ctx<'_>) -> CheckOutput {
             count(debris.len() as u64, "small shell", "small shells"),
             count(t.shell_count as u64, "shell", "shells"),
             count(debris_tris, "triangle", "triangles")
+        ),
+    )
+}
+
+/// Budget: Non-manifold edges allowed.
+pub const MAX_NON_MANIFOLD_EDGES: Param = Param {
+    key: "max_non_manifold_edges",
+    unit: "edges",
+    doc: "Non-manifold edges (three or more triangles) allowed",
+    overridable: false,
+    integer: true,
+};
+
+/// Budget: Non-manifold (bow-tie) vertices allowed.
+pub const MAX_NON_MANIFOLD_VERTICES: Param = Param {
+    key: "max_non_manifold_vertices",
+    unit: "vertices",
+    doc: "Non-manifold (bow-tie) vertices allowed",
+    overridable: false,
+    integer: true,
+};
+
+/// GEO-008: its definition.
+pub const NON_MANIFOLD: CheckDef = CheckDef {
+    id: "GEO-008",
+    name: "Non-manifold edges and vertices",
+    category: CATEGORY,
+    severity: Severity::Warning,
+    params: &[&MAX_NON_MANIFOLD_EDGES, &MAX_NON_MANIFOLD_VERTICES, &WELD_TOLERANCE],
+    what: "On the welded world mesh (the weld GEO-002 uses; collapsed triangles left out), counts non-manifold edges, used by three or more triangles (fins, T-junctions of surfaces; boundary edges, used by one, are GEO-002's and edges whose two triangles disagree in winding are GEO-003's, so neither counts here), and non-manifold vertices, whose triangles form more than one fan (bow-ties: two triangles at a vertex are in one fan when edges ending at that vertex join them, directly or through other triangles there). Fails when either count is over its budget.",
+    why: "Non-manifold geometry has no well-defined inside or surface neighbourhood: 3D printing slicers, booleans, remeshers, subdivision, normal smoothing and simplifiers fail or produce artefacts on it.",
+    fix: "Split or delete the extra faces on each listed edge and separate bow-tie vertices (Blender: Select > Select All by Trait > Non Manifold, then Rip or Merge; MeshLab: Repair non-manifold edges/vertices).",
+    measured: &[
+        ("non_manifold_edges", "welded edges used by three or more triangles"),
+        ("non_manifold_vertices", "welded vertices whose triangles form more than one fan (bow-ties)"),
+        ("weld_exact", "false only when pathological density made the weld merge whole tolerance-wide cells"),
+        LOC,
+        LOC_TOTAL,
+    ],
+    threshold: &[
+        ("max_non_manifold_edges", "non-manifold edges allowed"),
+        ("max_non_manifold_vertices", "non-manifold vertices allowed"),
+        ("weld_tolerance", "weld tolerance, metres"),
+    ],
+    needs: Needs { geometry: true, textures: false, validator: false, renderer: false },
+    gauge: None,
+    run: non_manifold,
+};
+
+/// GEO-008.
+pub fn non_manifold(cx: &Ctx<'_>) -> CheckOutput {
+    let w = match world(cx) {
+        Ok(w) => w,
+        Err(why) => return CheckOutput::Skipped(why),
+    };
+    let t = &w.topology;
+    let edges: Vec<&crate::geom::mesh::edges::Edge> = t.edges.iter().filter(|e| e.count > 2).collect();
+    let vertices = t.non_manifold_vertices();
+    // The primitives that drew the triangles on a non-manifold edge or at a non-manifold vertex.
+    let mut at_vertex = vec![false; t.vertices.len()];
+    vertices.iter().for_each(|&v| at_vertex[v as usize] = true);
+    let tris =
+        edges.iter().flat_map(|e| t.faces(e).iter().map(|f| f.0)).chain((0..t.triangles.len() as u32).filter(|&ti| {
+            !t.collapsed[ti as usize] && t.triangles[ti as usize].iter().any(|&v| at_vertex[v as usize])
+        }));
+    let locations = primitive_pointers(cx, w, tris);
+    let (ne, nv) = (edges.len() as u64, vertices.len() as u64);
+    let (max_e, max_v) = (cx.profile.get(&MAX_NON_MANIFOLD_EDGES), cx.profile.get(&MAX_NON_MANIFOLD_VERTICES));
+    let outcome = if ne as f64 > max_e || nv as f64 > max_v { Comparison::Breach } else { Comparison::Within };
+    measured(
+        Obj::new()
+            .int("non_manifold_edges", ne)
+            .int("non_manifold_vertices", nv)
+            .bool("weld_exact", t.exact_weld)
+            .locations(&locations),
+        Obj::new()
+            .param(cx.profile, &MAX_NON_MANIFOLD_EDGES)
+            .param(cx.profile, &MAX_NON_MANIFOLD_VERTICES)
+            .param(cx.profile, &WELD_TOLERANCE),
+        outcome,
+        format!(
+            "{} and {} (limits {} and {})",
+            count(ne, "non-manifold edge", "non-manifold edges"),
+            count(nv, "non-manifold vertex", "non-manifold vertices"),
+            max_e,
+            max_v
+        ),
+    )
+}
+
+/// Budget: Duplicate faces allowed.
+pub const MAX_DUPLICATE_FACES: Param = Param {
+    key: "max_duplicate_faces",
+    unit: "triangles",
+    doc: "Duplicate (coincident) triangles allowed",
+    overridable: false,
+    integer: true,
+};
+
+/// GEO-009: its definition.
+pub const DUPLICATE_FACES: CheckDef = CheckDef {
+    id: "GEO-009",
+    name: "Duplicate and coincident faces (z-fighting)",
+    category: CATEGORY,
+    severity: Severity::Warning,
+    params: &[&MAX_DUPLICATE_FACES, &WELD_TOLERANCE],
+    what: "On the welded world mesh (collapsed triangles left out), counts triangles over the same three welded vertices as another triangle, in any order or winding (so instances drawn on top of each other count too); each group of k such triangles counts k - 1 (what removing duplicates would remove). Those whose winding opposes the group's first are counted apart as back-to-back pairs.",
+    why: "Coincident triangles z-fight (flicker between materials as the camera moves), double the shading and blending cost, and break manifoldness for printing and booleans; back-to-back copies are a way to fake two-sided faces that doubleSided does better.",
+    fix: "Delete the duplicates (Blender: Mesh > Clean Up > Merge by Distance, then Select > Select All by Trait > Interior Faces; MeshLab: Remove Duplicate Faces; glTF-Transform dedup for repeated meshes); use doubleSided materials instead of back-to-back copies.",
+    measured: &[
+        ("duplicate_faces", "triangles coincident with an earlier one (k - 1 per group of k)"),
+        ("duplicate_pct", "duplicate_faces / face_count x 100"),
+        ("opposite_winding", "of duplicate_faces, those wound opposite to their group's first (back to back)"),
+        ("face_count", "triangles in the welded mesh (collapsed ones excluded)"),
+        LOC,
+        LOC_TOTAL,
+    ],
+    threshold: &[("max_duplicate_faces", "duplicate triangles allowed"), ("weld_tolerance", "weld tolerance, metres")],
+    needs: Needs { geometry: true, textures: false, validator: false, renderer: false },
+    gauge: None,
+    run: duplicate_faces,
+};
+
+/// GEO-009.
+pub fn duplicate_faces(cx: &Ctx<'_>) -> CheckOutput {
+    let w = match world(cx) {
+        Ok(w) => w,
+        Err(why) => return CheckOutput::Skipped(why),
+    };
+    let t = &w.topology;
+    let dups = t.duplicate_faces();
+    let faces = t.collapsed.iter().filter(|c| !**c).count() as u64;
+    let n = dups.len() as u64;
+    let opposite = dups.iter().filter(|d| d.1).count() as u64;
+    let pct = if faces > 0 { n as f64 / faces as f64 * 100.0 } else { 0.0 };
+    let max = cx.profile.get(&MAX_DUPLICATE_FACES);
+    let locations = primitive_pointers(cx, w, dups.iter().map(|d| d.0));
+    measured(
+        Obj::new()
+            .int("duplicate_faces", n)
+            .num("duplicate_pct", pct)
+            .int("opposite_winding", opposite)
+            .int("face_count", faces)
+            .locations(&locations),
+        Obj::new().param(cx.profile, &MAX_DUPLICATE_FACES).param(cx.profile, &WELD_TOLERANCE),
+        super::over(n as f64, max),
+        format!(
+            "{} of {} coincide with another ({}%, {} back to back; limit {})",
+            n,
+            count(faces, "face", "faces"),
+            short(pct),
+            opposite,
+            max
         ),
     )
 }

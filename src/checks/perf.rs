@@ -1,9 +1,18 @@
-//! PERF: triangle, vertex and draw-call counts of the default scene as drawn.
+//! PERF: triangle, vertex and draw-call counts of the default scene as drawn;
+//! vertex-cache, overdraw and vertex-fetch efficiency of each drawn primitive
+//! (meshoptimizer's analyzers, through the `meshopt` crate); scene structure.
+//!
+//! The analyzers run once per distinct drawn primitive on its own index
+//! buffer (triangle lists as stored; strips and fans as assembled), and their
+//! ratios are averaged over primitives weighted by the triangles each draws
+//! (its triangles times its instances).
 
-use super::{CheckDef, Family, Needs};
-use super::{CheckOutput, Ctx, Obj, count, measured, over, thousands};
+use super::{CheckDef, Comparison, Family, LOC, LOC_TOTAL, Needs};
+use super::{CheckOutput, Ctx, Obj, count, measured, over, short, thousands};
+use crate::asset::scene::Primitive;
 use crate::profile::Param;
 use crate::report::Severity;
+use gltf::json::validation::Checked;
 
 const CATEGORY: &str = "performance";
 
@@ -12,8 +21,8 @@ pub static FAMILY: Family = Family {
     prefix: "PERF",
     category: CATEGORY,
     label: "Performance",
-    blurb: "Triangles, vertices and draw calls against the budget",
-    checks: &[TRIANGLE_COUNT, VERTEX_COUNT, DRAW_CALLS],
+    blurb: "Triangles, vertices, draw calls, GPU efficiency and scene structure",
+    checks: &[TRIANGLE_COUNT, VERTEX_COUNT, DRAW_CALLS, VERTEX_CACHE, OVERDRAW, VERTEX_FETCH, SCENE_STRUCTURE],
 };
 
 fn budget_msg(noun: (&str, &str), what: &str, value: u64, max: f64, profile: &str) -> String {
@@ -128,5 +137,365 @@ pub fn draw_calls(cx: &Ctx<'_>) -> CheckOutput {
         Obj::new().param(cx.profile, &MAX_DRAW_CALLS),
         over(calls as f64, max),
         budget_msg(("draw call", "draw calls"), "estimated", calls, max, &cx.profile.name),
+    )
+}
+
+const NO_TRIANGLE_PRIMITIVES: &str = "the default scene draws no triangles";
+
+/// The drawn primitives with triangles, each once, with its instance count.
+fn drawn<'a>(cx: &Ctx<'a>) -> Vec<(&'a Primitive, u64)> {
+    let scene = &cx.asset.scene;
+    let mut instances = vec![0u64; scene.primitives.len()];
+    scene.instances.iter().for_each(|i| instances[i.primitive] += 1);
+    scene.primitives.iter().zip(instances).filter(|(p, n)| *n > 0 && !p.triangles.is_empty()).collect()
+}
+
+/// A primitive's index buffer as meshoptimizer reads it.
+fn indices(p: &Primitive) -> &[u32] {
+    bytemuck::cast_slice(&p.triangles)
+}
+
+/// Vertices a primitive's triangles reference (each once).
+fn referenced(p: &Primitive) -> u64 {
+    let mut seen = vec![false; p.positions.len()];
+    let mut n = 0u64;
+    for &v in indices(p) {
+        if !std::mem::replace(&mut seen[v as usize], true) {
+            n += 1;
+        }
+    }
+    n
+}
+
+/// Triangle-weighted mean of `f` over primitives weighted by `w`.
+fn weighted(items: &[(f64, f64)]) -> f64 {
+    let total: f64 = items.iter().map(|x| x.1).sum();
+    if total > 0.0 { items.iter().map(|x| x.0 * x.1).sum::<f64>() / total } else { 0.0 }
+}
+
+/// FIFO cache size of the vertex-cache model (meshoptimizer's demo and
+/// `optimizeVertexCacheFifo` use 16; no warp or primitive-group limits).
+pub const VERTEX_CACHE_SIZE: u32 = 16;
+
+/// Budget: Largest average cache miss ratio (ACMR).
+pub const MAX_ACMR: Param = Param {
+    key: "max_acmr",
+    unit: "vertices per triangle",
+    doc: "Largest average cache miss ratio (ACMR, 16-entry FIFO)",
+    overridable: false,
+    integer: false,
+};
+
+/// PERF-004: its definition.
+pub const VERTEX_CACHE: CheckDef = CheckDef {
+    id: "PERF-004",
+    name: "Vertex-cache efficiency (ACMR, ATVR)",
+    category: CATEGORY,
+    severity: Severity::Warning,
+    params: &[&MAX_ACMR],
+    what: "Runs meshoptimizer's vertex-cache analyzer (meshopt_analyzeVertexCache, a 16-entry FIFO, no warp or primitive-group limit) on each drawn primitive's index buffer and averages over primitives weighted by the triangles each draws: ACMR (vertex shader runs per triangle; 0.5 on an ideal grid, 3 at worst) and ATVR (runs per referenced vertex; 1 is ideal). acmr_floor is the ACMR if no vertex ran twice (referenced vertices per triangle), which vertex splits (UV seams, hard edges) can push above max_acmr however the triangles are ordered. Warns when the ACMR is over both max_acmr and acmr_floor.",
+    why: "Triangle order decides how often the GPU re-runs the vertex shader for a vertex it has just processed; a badly ordered index buffer can cost up to six times the vertex work of a well-ordered one.",
+    fix: "Reorder the indices for the vertex cache: gltfpack, gltf-transform reorder, or meshoptimizer's meshopt_optimizeVertexCache (most exporters and engines' importers do it too).",
+    measured: &[
+        ("acmr", "average cache miss ratio, transformed vertices per triangle, triangle-weighted"),
+        ("atvr", "average transformed vertex ratio, transformed per referenced vertex, triangle-weighted"),
+        ("acmr_floor", "the ACMR with every referenced vertex transformed once"),
+        ("primitives", "distinct primitives analyzed"),
+        LOC,
+        LOC_TOTAL,
+    ],
+    threshold: &[("max_acmr", "ACMR above which (and above acmr_floor) the check warns")],
+    needs: Needs { geometry: true, textures: false, validator: false, renderer: false },
+    gauge: Some(("acmr", "max_acmr")),
+    run: vertex_cache,
+};
+
+/// PERF-004.
+pub fn vertex_cache(cx: &Ctx<'_>) -> CheckOutput {
+    let prims = drawn(cx);
+    if prims.is_empty() {
+        return CheckOutput::Skipped(NO_TRIANGLE_PRIMITIVES.into());
+    }
+    let max = cx.profile.get(&MAX_ACMR);
+    let (mut transformed, mut refs, mut tris) = (0.0, 0.0, 0.0);
+    let mut atvr = Vec::with_capacity(prims.len());
+    let mut worse = Vec::new();
+    for &(p, n) in &prims {
+        let stats = meshopt::analyze_vertex_cache(indices(p), p.positions.len(), VERTEX_CACHE_SIZE, 0, 0);
+        let (t, r, k) = (stats.vertices_transformed as f64, referenced(p) as f64, p.triangles.len() as f64);
+        transformed += t * n as f64;
+        refs += r * n as f64;
+        tris += k * n as f64;
+        atvr.push((t / r, k * n as f64));
+        if t > r && t / k > max {
+            worse.push(p.pointer());
+        }
+    }
+    let (acmr, floor) = (transformed / tris, refs / tris);
+    let outcome = if transformed > refs && acmr > max { Comparison::Breach } else { Comparison::Within };
+    let atvr = weighted(&atvr);
+    measured(
+        Obj::new()
+            .num("acmr", acmr)
+            .num("atvr", atvr)
+            .num("acmr_floor", floor)
+            .int("primitives", prims.len() as u64)
+            .locations(&worse),
+        Obj::new().param(cx.profile, &MAX_ACMR),
+        outcome,
+        format!(
+            "ACMR {} (floor {}, limit {}), ATVR {} over {}",
+            short(acmr),
+            short(floor),
+            short(max),
+            short(atvr),
+            count(prims.len() as u64, "primitive", "primitives")
+        ),
+    )
+}
+
+/// PERF-005: its definition.
+pub const OVERDRAW: CheckDef = CheckDef {
+    id: "PERF-005",
+    name: "Overdraw",
+    category: CATEGORY,
+    severity: Severity::Info,
+    params: &[],
+    what: "Runs meshoptimizer's overdraw analyzer (meshopt_analyzeOverdraw) on each drawn primitive in its own space: it rasterizes the triangles in index order into 256 x 256 depth-tested views along the three axes (front and back faces apart) and divides the pixels shaded by the pixels covered (1 is ideal: every pixel shaded once). Averaged over primitives weighted by the triangles each draws. Triangles with a non-finite corner are left out. To bound its cost, when the distinct drawn primitives hold more than 131,072 triangles every primitive is analyzed on every k-th triangle in index order (k = ceil(triangles / 131,072), reported as sample_stride): an estimate. Informational: no published budget exists.",
+    why: "Triangles drawn back to front shade the same pixel again and again; ordering them so outer ones come first lets early depth testing reject the rest, which matters for heavy pixel shaders on fill-rate-bound mobile GPUs.",
+    fix: "Reorder triangles for overdraw after the vertex-cache pass: meshopt_optimizeOverdraw (gltfpack does both).",
+    measured: &[
+        ("overdraw", "pixels shaded / pixels covered, triangle-weighted over primitives"),
+        ("primitives", "distinct primitives analyzed"),
+        ("sample_stride", "1, or k when only every k-th triangle was analyzed (over 131,072 triangles)"),
+    ],
+    threshold: &[],
+    needs: Needs { geometry: true, textures: false, validator: false, renderer: false },
+    gauge: None,
+    run: overdraw,
+};
+
+/// Most triangles PERF-005 rasterizes per report: meshoptimizer's analyzer
+/// rasterizes every triangle three times (about 70 ns a triangle, 70 ms on a
+/// 1M-triangle mesh); above this every primitive is analyzed on every k-th
+/// triangle in index order, k = ceil(triangles drawn by distinct primitives / cap).
+pub const OVERDRAW_MAX_TRIANGLES: u64 = 131_072;
+
+/// meshoptimizer's overdraw ratio for a primitive, on every `stride`-th
+/// triangle with three finite corners, or `None` when none is left or no
+/// pixel is covered.
+fn overdraw_of(p: &Primitive, stride: usize) -> Option<f64> {
+    let finite = |v: u32| p.positions[v as usize].iter().all(|c| c.is_finite());
+    let idx: Vec<u32> =
+        p.triangles.iter().step_by(stride).filter(|t| t.iter().all(|&v| finite(v))).flatten().copied().collect();
+    if idx.is_empty() {
+        return None;
+    }
+    // SAFETY: every index is below positions.len() (the loader drops
+    // triangles naming missing vertices), the stride is 12 bytes of three
+    // f32, and the index count is a multiple of 3.
+    let stats = unsafe {
+        meshopt::ffi::meshopt_analyzeOverdraw(
+            idx.as_ptr(),
+            idx.len(),
+            p.positions.as_ptr().cast(),
+            p.positions.len(),
+            std::mem::size_of::<[f32; 3]>(),
+        )
+    };
+    (stats.pixels_covered > 0).then_some(stats.overdraw as f64)
+}
+
+/// PERF-005.
+pub fn overdraw(cx: &Ctx<'_>) -> CheckOutput {
+    let prims = drawn(cx);
+    let total: u64 = prims.iter().map(|(p, _)| p.triangles.len() as u64).sum();
+    let stride = total.div_ceil(OVERDRAW_MAX_TRIANGLES).max(1) as usize;
+    let rows: Vec<(f64, f64)> = prims
+        .iter()
+        .filter_map(|&(p, n)| overdraw_of(p, stride).map(|o| (o, p.triangles.len() as f64 * n as f64)))
+        .collect();
+    if rows.is_empty() {
+        return CheckOutput::Skipped(NO_TRIANGLE_PRIMITIVES.into());
+    }
+    let o = weighted(&rows);
+    let sampled = if stride > 1 { format!(", on every {stride}th triangle") } else { String::new() };
+    measured(
+        Obj::new().num("overdraw", o).int("primitives", rows.len() as u64).int("sample_stride", stride as u64),
+        Obj::new(),
+        Comparison::Within,
+        format!(
+            "overdraw {} (1 is ideal) over {}{sampled}",
+            short(o),
+            count(rows.len() as u64, "primitive", "primitives")
+        ),
+    )
+}
+
+/// PERF-006: its definition.
+pub const VERTEX_FETCH: CheckDef = CheckDef {
+    id: "PERF-006",
+    name: "Vertex fetch efficiency; unused and duplicate vertices",
+    category: CATEGORY,
+    severity: Severity::Info,
+    params: &[],
+    what: "Runs meshoptimizer's vertex-fetch analyzer (meshopt_analyzeVertexFetch: 64-byte lines in a direct-mapped cache) on each drawn primitive, with the vertex size its accessors declare (every attribute's element size rounded up to 4 bytes, at most 256), and reports overfetch (bytes fetched / vertex-buffer bytes; 1 is ideal), triangle-weighted over primitives. Counts, over the distinct drawn primitives, unused vertices (referenced by none of the primitive's triangles) and duplicate vertices (bit-identical to an earlier vertex of the same primitive in every attribute meshcheck decodes: POSITION, NORMAL, TANGENT, TEXCOORD_n and COLOR_0; meshopt_generateVertexRemapMulti). Informational: no published budget exists.",
+    why: "Vertex buffers in an order unrelated to the index buffer waste memory bandwidth; unused and duplicate vertices are uploaded and stored for nothing.",
+    fix: "Reorder the vertex buffer in index order (meshopt_optimizeVertexFetch, gltfpack, gltf-transform reorder) and drop unused and duplicate vertices (gltf-transform weld and prune; meshopt_generateVertexRemap).",
+    measured: &[
+        ("overfetch", "bytes fetched / vertex-buffer bytes, triangle-weighted over primitives"),
+        ("unused_vertices", "vertices no triangle of their primitive references, over distinct drawn primitives"),
+        ("duplicate_vertices", "vertices identical in every decoded attribute to an earlier one of their primitive"),
+        ("vertices", "vertices of the distinct drawn primitives"),
+        ("primitives", "distinct primitives analyzed"),
+    ],
+    threshold: &[],
+    needs: Needs { geometry: true, textures: false, validator: false, renderer: false },
+    gauge: None,
+    run: vertex_fetch,
+};
+
+/// Bytes per vertex a primitive's accessors declare: every attribute's
+/// element size rounded up to 4 bytes (glTF aligns vertex attributes to 4),
+/// attributes whose accessor cannot be read left out; at least 12 (a
+/// position), at most 256 (meshoptimizer's limit).
+pub fn vertex_size(root: &gltf::json::Root, p: &Primitive) -> usize {
+    use gltf::json::accessor::{ComponentType, Type};
+    let Some(json) = root.meshes.get(p.mesh).and_then(|m| m.primitives.get(p.index)) else {
+        return 12;
+    };
+    let mut size = 0usize;
+    for acc in json.attributes.values() {
+        let Some(a) = root.accessors.get(acc.value()) else { continue };
+        let n: usize = match a.type_ {
+            Checked::Valid(Type::Scalar) => 1,
+            Checked::Valid(Type::Vec2) => 2,
+            Checked::Valid(Type::Vec3) => 3,
+            Checked::Valid(Type::Vec4) => 4,
+            _ => continue,
+        };
+        let c = match &a.component_type {
+            Checked::Valid(c) => match c.0 {
+                ComponentType::I8 | ComponentType::U8 => 1,
+                ComponentType::I16 | ComponentType::U16 => 2,
+                _ => 4,
+            },
+            Checked::Invalid => continue,
+        };
+        size += (n * c).div_ceil(4) * 4;
+    }
+    size.clamp(12, 256)
+}
+
+/// Unique vertices of a primitive over its decoded attributes (bitwise).
+fn unique_vertices(p: &Primitive) -> usize {
+    let n = p.positions.len();
+    let mut streams = vec![meshopt::VertexStream::new(p.positions.as_ptr())];
+    if let Some(v) = p.normals.as_ref().filter(|v| v.len() == n) {
+        streams.push(meshopt::VertexStream::new(v.as_ptr()));
+    }
+    if let Some(v) = p.tangents.as_ref().filter(|v| v.len() == n) {
+        streams.push(meshopt::VertexStream::new(v.as_ptr()));
+    }
+    for v in p.uvs.iter().flatten().filter(|v| v.len() == n) {
+        streams.push(meshopt::VertexStream::new(v.as_ptr()));
+    }
+    if let Some(v) = p.colors.as_ref().filter(|v| v.len() == n) {
+        streams.push(meshopt::VertexStream::new(v.as_ptr()));
+    }
+    meshopt::generate_vertex_remap_multi(n, &streams, None).0
+}
+
+/// PERF-006.
+pub fn vertex_fetch(cx: &Ctx<'_>) -> CheckOutput {
+    let prims = drawn(cx);
+    if prims.is_empty() {
+        return CheckOutput::Skipped(NO_TRIANGLE_PRIMITIVES.into());
+    }
+    let (mut unused, mut dups, mut verts) = (0u64, 0u64, 0u64);
+    let mut rows = Vec::with_capacity(prims.len());
+    for &(p, n) in &prims {
+        let size = vertex_size(&cx.asset.root, p);
+        let stats = meshopt::analyze_vertex_fetch(indices(p), p.positions.len(), size);
+        rows.push((stats.overfetch as f64, p.triangles.len() as f64 * n as f64));
+        unused += p.vertex_count() - referenced(p);
+        dups += (p.positions.len() - unique_vertices(p)) as u64;
+        verts += p.vertex_count();
+    }
+    let overfetch = weighted(&rows);
+    measured(
+        Obj::new()
+            .num("overfetch", overfetch)
+            .int("unused_vertices", unused)
+            .int("duplicate_vertices", dups)
+            .int("vertices", verts)
+            .int("primitives", prims.len() as u64),
+        Obj::new(),
+        Comparison::Within,
+        format!(
+            "overfetch {} (1 is ideal); {} unused and {} duplicate of {}",
+            short(overfetch),
+            thousands(unused),
+            thousands(dups),
+            count(verts, "vertex", "vertices")
+        ),
+    )
+}
+
+/// PERF-007: its definition.
+pub const SCENE_STRUCTURE: CheckDef = CheckDef {
+    id: "PERF-007",
+    name: "Scene structure",
+    category: CATEGORY,
+    severity: Severity::Info,
+    params: &[],
+    what: "Counts the document's nodes, meshes and mesh primitives (the lengths of its JSON arrays, as the Khronos asset auditor counts them), the nodes reached from the default scene, and the depth of its hierarchy (a root node is at depth 1; 0 when the scene has no nodes). Informational: no published budget exists for these.",
+    why: "Every node is a transform the engine updates and every primitive a draw call; deep or sprawling hierarchies (CAD exports, one node per bolt) cost CPU time per frame and make the asset hard to edit.",
+    fix: "Flatten static hierarchies and join meshes that share a material (gltf-transform flatten and join; gltfpack merges by default).",
+    measured: &[
+        ("nodes", "entries in the document's nodes array"),
+        ("meshes", "entries in the meshes array"),
+        ("primitives", "mesh primitives over all meshes"),
+        ("scene_nodes", "nodes reached from the default scene"),
+        ("max_depth", "longest root-to-node chain in the default scene, roots at depth 1"),
+    ],
+    threshold: &[],
+    needs: Needs { geometry: false, textures: false, validator: false, renderer: false },
+    gauge: None,
+    run: scene_structure,
+};
+
+/// PERF-007.
+pub fn scene_structure(cx: &Ctx<'_>) -> CheckOutput {
+    let root = &cx.asset.root;
+    let scene = &cx.asset.scene;
+    let prims: u64 = root.meshes.iter().map(|m| m.primitives.len() as u64).sum();
+    // `scene.nodes` lists parents before their children (depth first).
+    let mut depth: std::collections::HashMap<usize, u64> = std::collections::HashMap::with_capacity(scene.nodes.len());
+    let mut max_depth = 0;
+    for &n in &scene.nodes {
+        let d = match scene.parents.get(&n) {
+            Some(Some(p)) => depth.get(p).copied().unwrap_or(0) + 1,
+            _ => 1,
+        };
+        depth.insert(n, d);
+        max_depth = max_depth.max(d);
+    }
+    measured(
+        Obj::new()
+            .int("nodes", root.nodes.len() as u64)
+            .int("meshes", root.meshes.len() as u64)
+            .int("primitives", prims)
+            .int("scene_nodes", scene.nodes.len() as u64)
+            .int("max_depth", max_depth),
+        Obj::new(),
+        Comparison::Within,
+        format!(
+            "{}, {}, {}; the default scene reaches {} to a depth of {max_depth}",
+            count(root.nodes.len() as u64, "node", "nodes"),
+            count(root.meshes.len() as u64, "mesh", "meshes"),
+            count(prims, "primitive", "primitives"),
+            count(scene.nodes.len() as u64, "node", "nodes")
+        ),
     )
 }

@@ -229,6 +229,90 @@ impl Topology {
         sizes
     }
 
+    /// Non-manifold (bow-tie) vertices: welded vertices whose triangles
+    /// (collapsed ones left out) form more than one fan, two triangles at a
+    /// vertex being in one fan when they are joined, directly or through
+    /// others at the same vertex, across edges that end at that vertex (any
+    /// shared edge, manifold or not). Ascending vertex indices.
+    ///
+    /// One union-find over triangle corners (corner `3t + k` is triangle
+    /// `t`'s `k`-th vertex), fed from the edge map: linear in the corners.
+    pub fn non_manifold_vertices(&self) -> Vec<u32> {
+        let corner = |t: u32, v: u32| -> u32 {
+            let tri = &self.triangles[t as usize];
+            3 * t
+                + if tri[0] == v {
+                    0
+                } else if tri[1] == v {
+                    1
+                } else {
+                    2
+                }
+        };
+        let nv = self.vertices.len();
+        // fans[v] = incident corners - successful unions at v.
+        let mut fans = vec![0i64; nv];
+        for (t, tri) in self.triangles.iter().enumerate() {
+            if !self.collapsed[t] {
+                tri.iter().for_each(|&v| fans[v as usize] += 1);
+            }
+        }
+        let mut uf = UnionFind::new(3 * self.triangles.len());
+        for e in self.edges.iter().filter(|e| e.count >= 2) {
+            let faces = self.faces(e);
+            let first = faces[0].0;
+            for &(f, _) in &faces[1..] {
+                for v in [e.a, e.b] {
+                    if uf.union(corner(first, v), corner(f, v)) {
+                        fans[v as usize] -= 1;
+                    }
+                }
+            }
+        }
+        (0..nv as u32).filter(|&v| fans[v as usize] > 1).collect()
+    }
+
+    /// Duplicate faces: triangles (collapsed ones left out) over the same
+    /// three welded vertices as an earlier triangle, in any order or
+    /// winding. Returns, for each duplicate beyond the first of its group
+    /// (the lowest triangle index), the triangle and whether it winds
+    /// opposite to the group's first (back to back). Ascending triangles.
+    ///
+    /// Read from the edge map: two such triangles share all three edges, so
+    /// each group is found once, on the smallest edge key of its triangles,
+    /// by sorting that edge's few third vertices.
+    pub fn duplicate_faces(&self) -> Vec<(u32, bool)> {
+        let mut out = Vec::new();
+        let mut third: Vec<(u32, u32, bool)> = Vec::new();
+        for e in self.edges.iter().filter(|e| e.count >= 2) {
+            let key = edge_key(e.a, e.b);
+            third.clear();
+            for &(f, forward) in self.faces(e) {
+                let t = self.triangles[f as usize];
+                let smallest = edge_key(t[0], t[1]).min(edge_key(t[1], t[2])).min(edge_key(t[2], t[0]));
+                if smallest == key {
+                    let c = *t.iter().find(|&&v| v != e.a && v != e.b).unwrap_or(&e.a);
+                    third.push((c, f, forward));
+                }
+            }
+            if third.len() < 2 {
+                continue;
+            }
+            third.sort_unstable();
+            let mut i = 0;
+            while i < third.len() {
+                let mut j = i + 1;
+                while j < third.len() && third[j].0 == third[i].0 {
+                    out.push((third[j].1, third[j].2 != third[i].2));
+                    j += 1;
+                }
+                i = j;
+            }
+        }
+        out.sort_unstable();
+        out
+    }
+
     /// Unit normal of a triangle (zero for a degenerate one).
     pub fn normal(&self, t: u32) -> [f64; 3] {
         self.normals[t as usize]
@@ -440,6 +524,32 @@ mod tests {
             assert_eq!(topo.shell_count, 1);
             assert_eq!(topo.flipped_faces().len(), 2, "rotation {rotate}");
         }
+    }
+
+    #[test]
+    fn bow_tie_vertex_and_fin_edges() {
+        // Two triangles touching only at vertex 0: one non-manifold vertex.
+        let p = vec![[0.0, 0.0, 0.0], [1.0, 0.0, 0.0], [1.0, 1.0, 0.0], [-1.0, 0.0, 0.0], [-1.0, -1.0, 0.0]];
+        let topo = Topology::build(&p, &[[0, 1, 2], [0, 3, 4]], 1e-5);
+        assert_eq!(topo.non_manifold_vertices(), vec![0]);
+        // Joined by a third triangle across edges at 0: one fan, manifold.
+        let topo = Topology::build(&p, &[[0, 1, 2], [0, 3, 4], [0, 2, 3]], 1e-5);
+        assert!(topo.non_manifold_vertices().is_empty());
+        // The closed cube has none; nor do its edges have duplicates.
+        let (p, t) = cube();
+        let topo = Topology::build(&p, &t, 1e-5);
+        assert!(topo.non_manifold_vertices().is_empty());
+        assert!(topo.duplicate_faces().is_empty());
+    }
+
+    #[test]
+    fn duplicate_faces_any_order_and_winding() {
+        let (p, mut t) = cube();
+        t.push([2, 0, 1]); // triangle 0 rotated: same winding
+        t.push([0, 2, 1]); // triangle 0 reversed: back to back
+        t.push([6, 5, 1]); // triangle 4 reversed
+        let topo = Topology::build(&p, &t, 1e-5);
+        assert_eq!(topo.duplicate_faces(), vec![(12, false), (13, true), (14, true)]);
     }
 
     #[test]
