@@ -118,6 +118,15 @@ fn geo009_duplicates_in_any_order_and_winding() {
     assert_eq!(int(&r, "GEO-009", "opposite_winding"), 2);
     assert_eq!(int(&r, "GEO-009", "face_count"), 15);
     assert!((measured_f64(check(&r, "GEO-009"), "duplicate_pct") - 20.0).abs() < 1e-9);
+    // Back to back is counted against the group's majority, whatever the
+    // order: with the reversed copy first, still one of the three.
+    let (p, t) = shared_cube();
+    let mut reordered = vec![[t[0][0], t[0][2], t[0][1]]];
+    reordered.extend(t.iter().copied());
+    reordered.push([t[0][1], t[0][2], t[0][0]]);
+    let r = run(&Doc::single(soup(p, &reordered)), &["GEO-009"]);
+    assert_eq!(int(&r, "GEO-009", "duplicate_faces"), 2);
+    assert_eq!(int(&r, "GEO-009", "opposite_winding"), 1);
 }
 
 #[test]

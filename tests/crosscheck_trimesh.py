@@ -382,9 +382,10 @@ def non_manifold_vertices(mesh: trimesh.Trimesh) -> int:
 
 def duplicate_faces(faces: np.ndarray) -> tuple[int, int]:
     """GEO-009 with numpy: faces over the same welded vertex set (any order or
-    winding); each group of k counts k - 1. The second figure counts those
-    whose winding (the parity of the permutation that sorts the triple)
-    differs from their group's first face (the lowest index)."""
+    winding); each group of k counts k - 1. The second figure counts, per
+    group, the faces wound against its majority (the winding is the parity
+    of the permutation that sorts the triple): min(even, odd), whatever the
+    faces' order."""
     if len(faces) == 0:
         return 0, 0
     srt = np.sort(faces, axis=1)
@@ -393,9 +394,11 @@ def duplicate_faces(faces: np.ndarray) -> tuple[int, int]:
     a, b, c = faces[:, 0], faces[:, 1], faces[:, 2]
     parity = ((a > b).astype(int) + (a > c) + (b > c)) % 2
     dup = len(faces) - len(first)
-    is_first = np.zeros(len(faces), dtype=bool)
-    is_first[first] = True
-    opposite = int(((parity != parity[first[inverse]]) & ~is_first).sum())
+    # Per group, those wound against its majority: min(even, odd) parities,
+    # whatever the faces' order.
+    odd = np.bincount(inverse, weights=parity, minlength=len(first))
+    size = np.bincount(inverse, minlength=len(first))
+    opposite = int(np.minimum(odd, size - odd).sum())
     return int(dup), opposite
 
 

@@ -547,7 +547,10 @@ pub const DUPLICATE_FACES: CheckDef = CheckDef {
     measured: &[
         ("duplicate_faces", "triangles coincident with an earlier one (k - 1 per group of k)"),
         ("duplicate_pct", "duplicate_faces / face_count x 100"),
-        ("opposite_winding", "of duplicate_faces, those wound opposite to their group's first (back to back)"),
+        (
+            "opposite_winding",
+            "of duplicate_faces, those wound against their group's majority (back to back): min(forward, backward) per group",
+        ),
         ("face_count", "triangles in the welded mesh (collapsed ones excluded)"),
         LOC,
         LOC_TOTAL,

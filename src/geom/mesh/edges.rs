@@ -274,9 +274,12 @@ impl Topology {
 
     /// Duplicate faces: triangles (collapsed ones left out) over the same
     /// three welded vertices as an earlier triangle, in any order or
-    /// winding. Returns, for each duplicate beyond the first of its group
-    /// (the lowest triangle index), the triangle and whether it winds
-    /// opposite to the group's first (back to back). Ascending triangles.
+    /// winding. Returns, for each triangle of a group but its representative
+    /// (the lowest-index triangle of the group's majority winding; on a tie,
+    /// of the first triangle's), the triangle and whether it is wound against
+    /// that majority (back to back), so that a group of k gives k - 1
+    /// duplicates of which min(forward, backward) are back to back, in any
+    /// triangle order. Ascending triangles.
     ///
     /// Read from the edge map: two such triangles share all three edges, so
     /// each group is found once, on the smallest edge key of its triangles,
@@ -303,9 +306,17 @@ impl Topology {
             while i < third.len() {
                 let mut j = i + 1;
                 while j < third.len() && third[j].0 == third[i].0 {
-                    out.push((third[j].1, third[j].2 != third[i].2));
                     j += 1;
                 }
+                // The group's minority winding is "opposite" (on a tie, the
+                // winding the group's first triangle does not have), so the
+                // count is min(forward, backward) whatever the triangle order.
+                let group = &third[i..j];
+                let forward = group.iter().filter(|g| g.2).count();
+                let minority = if 2 * forward == group.len() { !group[0].2 } else { 2 * forward < group.len() };
+                // The group's representative: its first triangle of the majority winding.
+                let rep = group.iter().position(|g| g.2 != minority).unwrap_or(0);
+                out.extend(group.iter().enumerate().filter(|(k, _)| *k != rep).map(|(_, g)| (g.1, g.2 == minority)));
                 i = j;
             }
         }
