@@ -149,6 +149,7 @@ Register-ArgumentCompleter -Native -CommandName 'meshcheck' -ScriptBlock {
         'meshcheck;serve' {
             [CompletionResult]::new('--addr', '--addr', [CompletionResultType]::ParameterName, 'Address to listen on [default: 127.0.0.1:8080]')
             [CompletionResult]::new('--data-dir', '--data-dir', [CompletionResultType]::ParameterName, 'Folder for the database and the transient blobs [default: ./meshcheck-data]')
+            [CompletionResult]::new('--blob-store', '--blob-store', [CompletionResultType]::ParameterName, 'Where upload and job bytes and stored stills live: file://DIR (folders DIR/blobs and DIR/screenshots) or s3://BUCKET[/PREFIX] (an S3-compatible bucket, configured by the AWS_* environment variables; docs/blob-store.md) [default: file://DATA_DIR]')
             [CompletionResult]::new('--base-url', '--base-url', [CompletionResultType]::ParameterName, 'Public base URL, used in upload URLs [default: http://ADDR]')
             [CompletionResult]::new('--fetch-allow-hosts', '--fetch-allow-hosts', [CompletionResultType]::ParameterName, 'Fetch `url` inputs only from these hosts (comma-separated; every redirect hop is checked). An empty value turns url fetching off')
             [CompletionResult]::new('--workers', '--workers', [CompletionResultType]::ParameterName, 'Job workers [default: the number of cores]')

@@ -138,6 +138,7 @@ set edit:completion:arg-completer[meshcheck] = {|@words|
         &'meshcheck;serve'= {
             cand --addr 'Address to listen on [default: 127.0.0.1:8080]'
             cand --data-dir 'Folder for the database and the transient blobs [default: ./meshcheck-data]'
+            cand --blob-store 'Where upload and job bytes and stored stills live: file://DIR (folders DIR/blobs and DIR/screenshots) or s3://BUCKET[/PREFIX] (an S3-compatible bucket, configured by the AWS_* environment variables; docs/blob-store.md) [default: file://DATA_DIR]'
             cand --base-url 'Public base URL, used in upload URLs [default: http://ADDR]'
             cand --fetch-allow-hosts 'Fetch `url` inputs only from these hosts (comma-separated; every redirect hop is checked). An empty value turns url fetching off'
             cand --workers 'Job workers [default: the number of cores]'

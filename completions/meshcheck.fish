@@ -129,6 +129,7 @@ complete -c meshcheck -n "__fish_meshcheck_using_subcommand inspect" -s h -l hel
 complete -c meshcheck -n "__fish_meshcheck_using_subcommand inspect" -s V -l version -d 'Print version'
 complete -c meshcheck -n "__fish_meshcheck_using_subcommand serve" -l addr -d 'Address to listen on [default: 127.0.0.1:8080]' -r
 complete -c meshcheck -n "__fish_meshcheck_using_subcommand serve" -l data-dir -d 'Folder for the database and the transient blobs [default: ./meshcheck-data]' -r -F
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand serve" -l blob-store -d 'Where upload and job bytes and stored stills live: file://DIR (folders DIR/blobs and DIR/screenshots) or s3://BUCKET[/PREFIX] (an S3-compatible bucket, configured by the AWS_* environment variables; docs/blob-store.md) [default: file://DATA_DIR]' -r
 complete -c meshcheck -n "__fish_meshcheck_using_subcommand serve" -l base-url -d 'Public base URL, used in upload URLs [default: http://ADDR]' -r
 complete -c meshcheck -n "__fish_meshcheck_using_subcommand serve" -l fetch-allow-hosts -d 'Fetch `url` inputs only from these hosts (comma-separated; every redirect hop is checked). An empty value turns url fetching off' -r
 complete -c meshcheck -n "__fish_meshcheck_using_subcommand serve" -l workers -d 'Job workers [default: the number of cores]' -r

@@ -874,8 +874,14 @@ async fn e2e_restart_recovers_interrupted_jobs() {
         let db = rusqlite::Connection::open(tmp.path().join("meshcheck.sqlite")).unwrap();
         db.execute("UPDATE jobs SET status = 'processing', attempts = 1 WHERE id = ?1", [&job_a]).unwrap();
         db.execute("UPDATE jobs SET status = 'processing', attempts = 3 WHERE id = ?1", [&job_b]).unwrap();
-        // And a stray blob from an interrupted upload.
+        // And a stray blob from an interrupted upload, past the sweep's one-hour margin.
         std::fs::write(tmp.path().join("blobs/blob_stray"), b"partial").unwrap();
+        let two_hours_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(7200);
+        std::fs::File::options()
+            .write(true)
+            .open(tmp.path().join("blobs/blob_stray"))
+            .and_then(|f| f.set_modified(two_hours_ago))
+            .unwrap();
     }
     let s = srv_at(tmp.path(), |c| c.workers = 1);
     let run = start(&s).await;

@@ -1,12 +1,12 @@
 //! `meshcheck serve`, `meshcheck accounts` and `meshcheck keys`.
 //!
 //! Settings come from the flags, else the environment (`MESHCHECK_ADDR`,
-//! `MESHCHECK_DATA_DIR`, `MESHCHECK_BASE_URL`,
+//! `MESHCHECK_DATA_DIR`, `MESHCHECK_BLOB_STORE`, `MESHCHECK_BASE_URL`,
 //! `MESHCHECK_ALLOW_PRIVATE_TARGETS`, `MESHCHECK_FETCH_ALLOW_HOSTS`,
 //! `MESHCHECK_LOG_FORMAT`), else the
-//! `[serve]` table of the config file (`addr`, `data_dir`, `base_url`,
-//! `allow_private_targets`, `fetch_allow_hosts`, `workers`, `log_format`),
-//! else the defaults.
+//! `[serve]` table of the config file (`addr`, `data_dir`, `blob_store`,
+//! `base_url`, `allow_private_targets`, `fetch_allow_hosts`, `workers`,
+//! `log_format`), else the defaults.
 
 use crate::error::{Error, Result};
 use crate::server::{self, plan};
@@ -33,6 +33,12 @@ pub struct ServeArgs {
     /// Folder for the database and the transient blobs [default: ./meshcheck-data].
     #[arg(long, env = "MESHCHECK_DATA_DIR", value_name = "DIR")]
     pub data_dir: Option<PathBuf>,
+    /// Where upload and job bytes and stored stills live: file://DIR (folders
+    /// DIR/blobs and DIR/screenshots) or s3://BUCKET[/PREFIX] (an
+    /// S3-compatible bucket, configured by the AWS_* environment variables;
+    /// docs/blob-store.md) [default: file://DATA_DIR].
+    #[arg(long, env = "MESHCHECK_BLOB_STORE", value_name = "URL")]
+    pub blob_store: Option<String>,
     /// Public base URL, used in upload URLs [default: http://ADDR].
     #[arg(long, env = "MESHCHECK_BASE_URL", value_name = "URL")]
     pub base_url: Option<String>,
@@ -67,6 +73,7 @@ pub struct ServeArgs {
 struct FileServe {
     addr: Option<String>,
     data_dir: Option<PathBuf>,
+    blob_store: Option<String>,
     base_url: Option<String>,
     allow_private_targets: Option<bool>,
     workers: Option<usize>,
@@ -249,6 +256,7 @@ pub fn serve(args: ServeArgs) -> Result<i32> {
         let local = listener.local_addr().map_err(|e| Error::internal(e.to_string()))?;
         let base_url = args.base_url.or(file.base_url).unwrap_or_else(|| format!("http://{local}"));
         let mut config = server::Config::new(data_dir, &base_url);
+        config.blob_store = args.blob_store.or(file.blob_store);
         config.allow_private_targets = args.allow_private_targets || file.allow_private_targets.unwrap_or(false);
         config.fetch_allow_hosts = match args.fetch_allow_hosts {
             Some(list) => Some(list.split(',').map(str::trim).filter(|h| !h.is_empty()).map(str::to_string).collect()),
@@ -284,6 +292,9 @@ pub fn serve(args: ServeArgs) -> Result<i32> {
         let state = tokio::task::spawn_blocking(move || server::AppState::open(config))
             .await
             .map_err(|e| Error::internal(e.to_string()))??;
+        if let Some(url) = &state.config.blob_store {
+            tracing::info!(blob_store = %url, "blobs and stills are in the blob store");
+        }
         tracing::info!(addr = %local, base_url = %state.config.base_url, data_dir = %state.config.data_dir.display(), "meshcheck serve listening");
         server::serve(listener, state, server::shutdown_signal())
             .await

@@ -12,7 +12,7 @@
 //! - On shutdown a worker lets its running job finish within the grace
 //!   period, else puts it back in the queue. On start, jobs left in
 //!   processing by a crash are queued again, or failed with a refund after
-//!   three attempts; blobs nobody references are deleted.
+//!   three attempts; blobs nobody references are deleted once an hour old.
 //! - Webhooks: the finished JobEnvelope, signed (Standard Webhooks), POSTed
 //!   by a sender task with its own concurrency, so a target that hangs never
 //!   blocks a worker; retried with doubling backoff under the same id.
@@ -122,9 +122,12 @@ pub fn recover(state: &AppState) {
     super::media::sweep_orphans(state);
 }
 
-/// Deletes blobs that no queued job or stored upload references.
+/// Deletes blobs that no queued job or stored upload references, once they
+/// are an hour old ([`crate::store::ORPHAN_MARGIN_S`]): a younger one may be
+/// the input of a job another server is about to insert.
 pub fn sweep_orphans(state: &AppState) {
-    let (Ok(live), Ok(present)) = (state.store.live_blobs(), state.blobs.ids()) else { return };
+    let before = state.clock.now() - crate::store::ORPHAN_MARGIN_S;
+    let (Ok(present), Ok(live)) = (state.blobs.ids_older_than(before), state.store.live_blobs()) else { return };
     for id in present.into_iter().filter(|id| !live.contains(id)) {
         tracing::info!(blob = %id, "deleting an orphaned blob");
         let _ = state.blobs.delete(&id);

@@ -1,6 +1,7 @@
 //! Stored stills and turntables: PNG and GIF files in the screenshot store
-//! (DATA/screenshots), one row each, kept exactly as long as the report,
-//! render or inspection they belong to, and served only through signed URLs.
+//! (DATA/screenshots, or `screenshots/` in a bucket), one row each, kept
+//! exactly as long as the report, render or inspection they belong to, and
+//! served only through signed URLs.
 //!
 //! - A URL is `{base_url}/v1/screenshots/{id}.{png|gif}?exp={unix}&sig={sig}`
 //!   where `sig` is the unpadded base64url HMAC-SHA256 of `"{id}.{ext}:{exp}"`
@@ -11,7 +12,8 @@
 //!   unknown file, so the route tells a forger nothing); a valid signature
 //!   past `exp` is 410 REPORT_EXPIRED.
 //! - The janitor deletes rows and files at expiry; at start, files no row
-//!   names (a crash between writing and recording) are deleted.
+//!   names (a crash between writing and recording) are deleted once an hour
+//!   old.
 
 use super::error::{ApiError, ApiResult};
 use super::state::AppState;
@@ -169,9 +171,11 @@ pub fn expire(state: &AppState, now: i64) -> usize {
     }
 }
 
-/// Deletes files that no row names (called at start, before serving).
+/// Deletes files that no row names once they are an hour old (called at
+/// start, before serving; [`crate::store::ORPHAN_MARGIN_S`]: a younger one
+/// may be a still another server is about to record).
 pub fn sweep_orphans(state: &AppState) {
-    let Ok(ids) = state.shots.ids() else { return };
+    let Ok(ids) = state.shots.ids_older_than(state.clock.now() - crate::store::ORPHAN_MARGIN_S) else { return };
     for id in ids {
         if matches!(state.store.shot(&id), Ok(None)) {
             tracing::info!(shot = %id, "deleting an unrecorded screenshot file");

@@ -5,7 +5,8 @@
 use super::clock::{Clock, SystemClock};
 use super::stripe::StripeConfig;
 use super::{fetch, ratelimit};
-use crate::store::{Blobs, DirBlobs, Store, sqlite::SqliteStore};
+use crate::store::blob_store::{self, BlobStores};
+use crate::store::{Blobs, Store, sqlite::SqliteStore};
 use crate::validator::Validator;
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -21,6 +22,9 @@ pub const MB: u64 = 1_000_000;
 pub struct Config {
     /// Where the database and the blob folder live.
     pub data_dir: PathBuf,
+    /// Where blobs and stills live instead of the data folder: a blob-store
+    /// URL, `file://DIR` or `s3://BUCKET[/PREFIX]` (`store::blob_store`).
+    pub blob_store: Option<String>,
     /// The public base address (upload URLs are built on it), no trailing slash.
     pub base_url: String,
     /// Lets `url` fetches and webhooks reach private and loopback addresses.
@@ -87,6 +91,7 @@ impl Config {
         let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2);
         Config {
             data_dir,
+            blob_store: None,
             base_url: base_url.trim_end_matches('/').to_string(),
             allow_private_targets: false,
             allow_exact_targets: Vec::new(),
@@ -208,25 +213,17 @@ impl AppState {
         })))
     }
 
-    /// Opens the data folder: `meshcheck.sqlite` and `blobs/`, with the
-    /// system clock and the warm validator pool.
+    /// Opens the data folder (`meshcheck.sqlite`) and the blob store
+    /// (`blobs/` and `screenshots/` in the data folder unless
+    /// [`Config::blob_store`] names another), with the system clock and the
+    /// warm validator pool.
     pub fn open(config: Config) -> crate::error::Result<AppState> {
         std::fs::create_dir_all(&config.data_dir)
             .map_err(|e| crate::error::Error::internal(format!("cannot create {}: {e}", config.data_dir.display())))?;
         let store = SqliteStore::open(&config.data_dir.join("meshcheck.sqlite"))?;
-        let blobs = DirBlobs::new(config.data_dir.join("blobs"))
-            .map_err(|e| crate::error::Error::internal(format!("cannot create the blob folder: {e}")))?;
-        let shots = DirBlobs::new(config.data_dir.join("screenshots"))
-            .map_err(|e| crate::error::Error::internal(format!("cannot create the screenshot folder: {e}")))?;
+        let BlobStores { blobs, shots } = blob_store::open(config.blob_store.as_deref(), &config.data_dir)?;
         let validator = Validator::global()?;
-        AppState::with_parts(
-            config,
-            Arc::new(store),
-            Arc::new(blobs),
-            Arc::new(shots),
-            Arc::new(SystemClock::new()),
-            Some(validator),
-        )
+        AppState::with_parts(config, Arc::new(store), blobs, shots, Arc::new(SystemClock::new()), Some(validator))
     }
 
     /// Runs `f` on the blocking pool once an engine slot is free, so the

@@ -4,8 +4,10 @@
 //! bound to the account (the PUT needs the same account's key) and single
 //! use: the first PUT moves the upload from pending to receiving, so a
 //! second one is refused (404 NOT_FOUND). The PUT streams into the blob
-//! folder, enforcing the plan's cap chunk by chunk (413 FILE_TOO_LARGE, the
-//! partial file deleted). Unused uploads expire after 24 hours (janitor).
+//! store, enforcing the plan's cap chunk by chunk (413 FILE_TOO_LARGE, the
+//! unfinished blob dropped), in batches of 1 MiB written on the blocking
+//! pool; the blob is committed only once the whole body is in. Unused
+//! uploads expire after 24 hours (janitor).
 
 use super::auth::Caller;
 use super::error::{ApiError, ApiResult};
@@ -73,7 +75,8 @@ pub async fn put(
     if !state.store.move_upload(&up.id, upload_state::PENDING, upload_state::RECEIVING, None)? {
         return Err(missing());
     }
-    // From here the partial blob is deleted on every path but success.
+    // From here the blob is gone on every path but success: an unfinished
+    // writer leaves nothing, and the guard deletes a finished one.
     let guard = BlobGuard::new(&state, &up.blob_id);
     let written = stream_to_blob(&state, &up.blob_id, req.into_body(), max).await;
     let bytes = match written {
@@ -90,21 +93,50 @@ pub async fn put(
     Ok((StatusCode::OK, axum::Json(UploadStored { blob_id: up.blob_id, bytes })).into_response())
 }
 
+/// Bytes gathered from the body before one write on the blocking pool.
+const BATCH: usize = 1 << 20;
+
 async fn stream_to_blob(state: &AppState, blob_id: &str, body: Body, max: u64) -> ApiResult<u64> {
-    let mut writer = state.blobs.writer(blob_id).map_err(|e| ApiError::internal(format!("opening blob: {e}")))?;
+    let blobs = state.blobs.clone();
+    let id = blob_id.to_string();
+    // The writers' calls may wait on disk or network: never on this runtime thread.
+    let mut writer = tokio::task::spawn_blocking(move || blobs.writer(&id))
+        .await
+        .map_err(ApiError::internal)?
+        .map_err(|e| ApiError::internal(format!("opening blob: {e}")))?;
     let mut stream = body.into_data_stream();
     let mut total = 0u64;
-    while let Some(chunk) = stream.next().await {
-        let chunk = chunk.map_err(|e| crate::error::Error::bad_request(format!("the upload was interrupted: {e}")))?;
-        total += chunk.len() as u64;
-        if total > max {
-            return Err(ApiError::too_large(total, max, "the upload"));
+    let mut batch = Vec::with_capacity(BATCH);
+    loop {
+        let chunk = stream.next().await;
+        let end = chunk.is_none();
+        if let Some(chunk) = chunk {
+            let chunk =
+                chunk.map_err(|e| crate::error::Error::bad_request(format!("the upload was interrupted: {e}")))?;
+            total += chunk.len() as u64;
+            if total > max {
+                return Err(ApiError::too_large(total, max, "the upload"));
+            }
+            batch.extend_from_slice(&chunk);
         }
-        // Page-cache writes of at most a chunk: short enough for the runtime thread.
-        writer.write_all(&chunk).map_err(|e| ApiError::internal(format!("writing blob: {e}")))?;
+        if batch.len() >= BATCH || (end && !batch.is_empty()) {
+            let (w, mut b, written) = tokio::task::spawn_blocking(move || {
+                let written = writer.write_all(&batch);
+                (writer, batch, written)
+            })
+            .await
+            .map_err(ApiError::internal)?;
+            written.map_err(|e| ApiError::internal(format!("writing blob: {e}")))?;
+            b.clear();
+            (writer, batch) = (w, b);
+        }
+        if end {
+            break;
+        }
     }
-    writer.flush().map_err(|e| ApiError::internal(format!("writing blob: {e}")))?;
+    tokio::task::spawn_blocking(move || writer.finish())
+        .await
+        .map_err(ApiError::internal)?
+        .map_err(|e| ApiError::internal(format!("writing blob: {e}")))?;
     Ok(total)
 }
-
-use std::io::Write as _;

@@ -1,21 +1,26 @@
 //! Storage behind two small traits: [`Store`] (accounts, keys, the credit
 //! ledger, reports, uploads, jobs, webhook deliveries) and [`Blobs`] (the
-//! transient bytes of uploads and queued jobs).
+//! transient bytes of uploads and queued jobs, and the stored stills).
 //!
-//! The single-node default is SQLite ([`sqlite::SqliteStore`]) plus a folder
-//! ([`DirBlobs`]); the handlers only see the traits, so a PostgreSQL store
-//! and an S3-compatible blob store can be added without touching them
-//! (DESIGN.md "Service decisions").
+//! The single-node default is SQLite ([`sqlite::SqliteStore`]) plus folders
+//! ([`DirBlobs`]); a blob-store URL `s3://BUCKET[/PREFIX]` keeps the blobs in
+//! an S3-compatible bucket instead ([`s3::S3Blobs`]; the URL is read by
+//! [`blob_store`]). The handlers only see the traits, so a PostgreSQL store
+//! can be added without touching them (DESIGN.md "Service decisions").
 //!
-//! Times are Unix seconds, UTC. Every method is synchronous and short (one
-//! statement or one transaction); the server calls them from its handlers.
+//! Times are Unix seconds, UTC. Every method is synchronous; a [`Store`]
+//! method is short (one statement or one transaction), a [`Blobs`] method
+//! moves one blob.
 
+pub mod blob_store;
+pub mod s3;
 pub mod sqlite;
 
 use crate::error::{Error, Result};
 use sha2::{Digest, Sha256};
 use std::io::Write;
 use std::path::PathBuf;
+use std::time::{Duration, SystemTime};
 
 /// An account.
 #[derive(Debug, Clone, PartialEq)]
@@ -285,26 +290,72 @@ pub trait Store: Send + Sync {
     fn first_billing_event(&self, id: &str, kind: &str, now: i64) -> Result<bool>;
 }
 
-/// The transient bytes of uploads and queued jobs. Nothing here outlives its
-/// processing: the server deletes each blob on every path.
+/// How old an unreferenced blob or still must be before a sweep deletes it,
+/// seconds: one hour. Several servers may share one blob store, and one of
+/// them writes a blob (a job's input, a render's stills) moments before it
+/// records the row that references it; a sweep elsewhere in between must not
+/// take it. Uploads, jobs and renders finish their writes well within this.
+pub const ORPHAN_MARGIN_S: i64 = 3600;
+
+/// The bytes of blobs that a server keeps out of its database: the
+/// transient bytes of uploads and queued jobs (the server deletes each on
+/// every path once it is processed), and the stored stills that live as long
+/// as their report. Ids are `[A-Za-z0-9_]+`; any other id is refused with
+/// `InvalidInput`, so no id can name a path or key outside the store.
+///
+/// Every method is synchronous; the server calls them from its handlers, its
+/// blocking pool and its background tasks alike.
 pub trait Blobs: Send + Sync {
-    /// A writer for a new blob.
-    fn writer(&self, id: &str) -> std::io::Result<Box<dyn Write + Send>>;
-    /// Stores a whole blob.
+    /// A writer for a new blob. It is visible under `id` only once
+    /// [`BlobWriter::finish`] returns; a writer dropped unfinished leaves
+    /// nothing. Blobs are never replaced: when `id` is already stored, this
+    /// or the writer's `finish` fails with `AlreadyExists`.
+    fn writer(&self, id: &str) -> std::io::Result<Box<dyn BlobWriter>>;
+    /// Stores a whole blob (as [`Blobs::writer`] does).
     fn put(&self, id: &str, bytes: &[u8]) -> std::io::Result<()> {
         let mut w = self.writer(id)?;
         w.write_all(bytes)?;
-        w.flush()
+        w.finish()
     }
-    /// Reads a blob.
+    /// Reads a blob (`NotFound` when there is none).
     fn read(&self, id: &str) -> std::io::Result<Vec<u8>>;
     /// Deletes a blob (no error when it is already gone).
     fn delete(&self, id: &str) -> std::io::Result<()>;
-    /// Every blob present.
+    /// Every blob present, sorted.
     fn ids(&self) -> std::io::Result<Vec<String>>;
+    /// The blobs last modified before `unix_secs` (Unix seconds), sorted: what
+    /// an orphan sweep may consider (see [`ORPHAN_MARGIN_S`]).
+    fn ids_older_than(&self, unix_secs: i64) -> std::io::Result<Vec<String>>;
 }
 
-/// Blobs as files in one folder.
+/// A blob being written (see [`Blobs::writer`]).
+pub trait BlobWriter: Send {
+    /// Appends bytes.
+    fn write_all(&mut self, bytes: &[u8]) -> std::io::Result<()>;
+    /// Commits the blob: from here it is visible under its id. Fails with
+    /// `AlreadyExists` when another writer committed the same id first (and
+    /// leaves that blob as it was).
+    fn finish(self: Box<Self>) -> std::io::Result<()>;
+}
+
+/// Refuses an id that is not `[A-Za-z0-9_]+`.
+pub fn check_blob_id(id: &str) -> std::io::Result<()> {
+    // Ids are ours (prefix + base62), but never let one name a path outside the store.
+    if is_blob_id(id) { Ok(()) } else { Err(std::io::Error::new(std::io::ErrorKind::InvalidInput, "bad blob id")) }
+}
+
+/// Whether `id` is `[A-Za-z0-9_]+`.
+pub fn is_blob_id(id: &str) -> bool {
+    !id.is_empty() && id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+}
+
+/// Blobs as files in one folder: `DIR/ID`.
+///
+/// A writer writes `DIR/.ID.RANDOM.partial` and, when finished, links it to
+/// `DIR/ID` (a hard link never replaces a file, so a blob is never
+/// overwritten) and removes the partial file; a dropped writer removes it.
+/// Partial files a crash left behind are removed when the folder is opened,
+/// once they are [`ORPHAN_MARGIN_S`] old. Modification times are the files'.
 #[derive(Debug, Clone)]
 pub struct DirBlobs {
     dir: PathBuf,
@@ -314,22 +365,58 @@ impl DirBlobs {
     /// Blobs under `dir` (created if missing).
     pub fn new(dir: PathBuf) -> std::io::Result<DirBlobs> {
         std::fs::create_dir_all(&dir)?;
+        let stale = SystemTime::now() - Duration::from_secs(ORPHAN_MARGIN_S as u64);
+        for entry in std::fs::read_dir(&dir)? {
+            let entry = entry?;
+            let name = entry.file_name();
+            let partial = name.to_str().is_some_and(|n| n.starts_with('.') && n.ends_with(PARTIAL));
+            if partial && entry.metadata().and_then(|m| m.modified()).is_ok_and(|t| t < stale) {
+                let _ = std::fs::remove_file(entry.path());
+            }
+        }
         Ok(DirBlobs { dir })
     }
 
     fn path(&self, id: &str) -> std::io::Result<PathBuf> {
-        // Ids are ours (prefix + base62), but never let one name a path outside the folder.
-        if id.is_empty() || !id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
-            return Err(std::io::Error::new(std::io::ErrorKind::InvalidInput, "bad blob id"));
-        }
+        check_blob_id(id)?;
         Ok(self.dir.join(id))
+    }
+
+    fn list(&self, before: Option<SystemTime>) -> std::io::Result<Vec<String>> {
+        let mut out = Vec::new();
+        for entry in std::fs::read_dir(&self.dir)? {
+            let entry = entry?;
+            let Some(name) = entry.file_name().to_str().filter(|n| is_blob_id(n)).map(str::to_string) else {
+                continue;
+            };
+            if let Some(before) = before {
+                match entry.metadata().and_then(|m| m.modified()) {
+                    Ok(t) if t < before => {}
+                    Ok(_) => continue,
+                    // Deleted since the listing: not there any more.
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+                    Err(e) => return Err(e),
+                }
+            }
+            out.push(name);
+        }
+        out.sort();
+        Ok(out)
     }
 }
 
+/// The suffix of a [`DirBlobs`] writer's partial file.
+const PARTIAL: &str = ".partial";
+
 impl Blobs for DirBlobs {
-    fn writer(&self, id: &str) -> std::io::Result<Box<dyn Write + Send>> {
-        let file = std::fs::OpenOptions::new().write(true).create_new(true).open(self.path(id)?)?;
-        Ok(Box::new(std::io::BufWriter::with_capacity(256 << 10, file)))
+    fn writer(&self, id: &str) -> std::io::Result<Box<dyn BlobWriter>> {
+        let dest = self.path(id)?;
+        if dest.try_exists()? {
+            return Err(std::io::Error::new(std::io::ErrorKind::AlreadyExists, format!("blob {id} exists")));
+        }
+        let partial = self.dir.join(format!(".{id}.{}{PARTIAL}", random_id("", 12)));
+        let file = std::fs::OpenOptions::new().write(true).create_new(true).open(&partial)?;
+        Ok(Box::new(DirWriter { file: Some(std::io::BufWriter::with_capacity(256 << 10, file)), partial, dest }))
     }
     fn read(&self, id: &str) -> std::io::Result<Vec<u8>> {
         std::fs::read(self.path(id)?)
@@ -341,12 +428,44 @@ impl Blobs for DirBlobs {
         }
     }
     fn ids(&self) -> std::io::Result<Vec<String>> {
-        let mut out = Vec::new();
-        for entry in std::fs::read_dir(&self.dir)? {
-            out.push(entry?.file_name().to_string_lossy().into_owned());
+        self.list(None)
+    }
+    fn ids_older_than(&self, unix_secs: i64) -> std::io::Result<Vec<String>> {
+        let before = if unix_secs >= 0 {
+            SystemTime::UNIX_EPOCH + Duration::from_secs(unix_secs as u64)
+        } else {
+            SystemTime::UNIX_EPOCH - Duration::from_secs(unix_secs.unsigned_abs())
+        };
+        self.list(Some(before))
+    }
+}
+
+/// A [`DirBlobs`] writer: a partial file, linked to the blob's name by `finish`.
+struct DirWriter {
+    file: Option<std::io::BufWriter<std::fs::File>>,
+    partial: PathBuf,
+    dest: PathBuf,
+}
+
+impl BlobWriter for DirWriter {
+    fn write_all(&mut self, bytes: &[u8]) -> std::io::Result<()> {
+        match &mut self.file {
+            Some(f) => f.write_all(bytes),
+            None => Err(std::io::Error::other("the blob writer is closed")),
         }
-        out.sort();
-        Ok(out)
+    }
+    fn finish(mut self: Box<Self>) -> std::io::Result<()> {
+        let file = self.file.take().ok_or_else(|| std::io::Error::other("the blob writer is closed"))?;
+        drop(file.into_inner().map_err(|e| e.into_error())?);
+        // Drop removes the partial file whether or not the link was made.
+        std::fs::hard_link(&self.partial, &self.dest)
+    }
+}
+
+impl Drop for DirWriter {
+    fn drop(&mut self) {
+        self.file.take();
+        let _ = std::fs::remove_file(&self.partial);
     }
 }
 
