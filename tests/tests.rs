@@ -10,6 +10,8 @@ mod anm;
 mod architecture;
 #[cfg(feature = "serve")]
 mod billing;
+#[cfg(feature = "serve")]
+mod blob_store;
 mod checks;
 mod checks_geo_perf;
 mod ci_formats;

@@ -22,6 +22,8 @@
 //!   CLI.
 //! - [`fakes`] (`serve`): loopback stand-ins on the other end of a
 //!   connection (a webhook receiver, a file host).
+//! - [`s3`] (`serve`): a real S3-protocol server (`s3s-fs`, installed on
+//!   first use) with a bucket, for the blob-store tests.
 //! - [`procfs`]: process trees, status fields and descriptors from /proc,
 //!   for the benchmarks' memory and descriptor watch.
 //!
@@ -45,6 +47,10 @@ pub mod multipart;
 // The benchmarks' (engine, render, soak); the tests use none of it.
 #[allow(dead_code)]
 pub mod procfs;
+// The benchmarks and the example include this module too and use none of it.
+#[cfg(feature = "serve")]
+#[allow(dead_code)]
+pub mod s3;
 #[cfg(feature = "serve")]
 pub mod serve_process;
 pub mod util;
