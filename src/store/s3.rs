@@ -247,7 +247,8 @@ impl S3Writer {
     /// Hands the gathered bytes to the multipart upload (starting it first),
     /// waiting while [`IN_FLIGHT`] parts are still being sent.
     fn send_part(&mut self) -> io::Result<()> {
-        let part = Bytes::from(std::mem::take(&mut self.buf));
+        // More is likely to follow: gather the next part without regrowing.
+        let part = Bytes::from(std::mem::replace(&mut self.buf, Vec::with_capacity(PART)));
         let upload = self.upload.take();
         let store = self.shared.store.clone();
         let key = self.key.clone();
