@@ -17,13 +17,14 @@
 //! - **Streaming writes.** A writer gathers up to 8 MiB in the caller's
 //!   thread. A blob that ends below that is one conditional PUT
 //!   (`If-None-Match: *`: an existing blob is never replaced). A larger one
-//!   becomes a multipart upload of 8 MiB parts, at most two in flight, so an
-//!   upload holds at most about 24 MiB whatever its size; `finish` checks
-//!   that the key is still free (a HEAD: `object_store` has no conditional
-//!   completion) and completes it. A writer dropped unfinished aborts its
-//!   multipart upload in the background (nothing was visible). An upload
-//!   the process never aborts (a crash) is left to the bucket's lifecycle
-//!   rule for incomplete multipart uploads (docs/blob-store.md).
+//!   becomes a multipart upload of 8 MiB parts, at most two in flight, so a
+//!   writer buffers at most three parts (24 MiB) whatever the blob's size;
+//!   `finish` checks that the key is still free (a HEAD: `object_store` has
+//!   no conditional completion) and completes it. A writer dropped
+//!   unfinished aborts its multipart upload in the background (nothing was
+//!   visible). An upload the process never aborts (a crash) is left to the
+//!   bucket's lifecycle rule for incomplete multipart uploads
+//!   (docs/blob-store.md).
 //! - **Errors** keep their kind where it matters: a missing key is
 //!   `NotFound`, a taken one `AlreadyExists`; ids other than
 //!   `[A-Za-z0-9_]+` are refused before any request.
