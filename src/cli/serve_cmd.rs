@@ -3,10 +3,15 @@
 //! Settings come from the flags, else the environment (`MESHCHECK_ADDR`,
 //! `MESHCHECK_DATA_DIR`, `MESHCHECK_BASE_URL`,
 //! `MESHCHECK_ALLOW_PRIVATE_TARGETS`, `MESHCHECK_FETCH_ALLOW_HOSTS`,
-//! `MESHCHECK_LOG_FORMAT`), else the
+//! `MESHCHECK_LOG_FORMAT`, `MESHCHECK_METRICS_ADDR`), else the
 //! `[serve]` table of the config file (`addr`, `data_dir`, `base_url`,
-//! `allow_private_targets`, `fetch_allow_hosts`, `workers`, `log_format`),
-//! else the defaults.
+//! `allow_private_targets`, `fetch_allow_hosts`, `workers`, `log_format`,
+//! `metrics_addr`), else the defaults.
+//!
+//! With a metrics address, `GET /metrics` is served on a second, admin
+//! listener (docs/metrics.md); without one there is none. Both listeners
+//! announce their bound address in the log before serving ("meshcheck
+//! metrics listening", then "meshcheck serve listening"), so port 0 works.
 
 use crate::error::{Error, Result};
 use crate::server::{self, plan};
@@ -60,6 +65,11 @@ pub struct ServeArgs {
     /// Log format [default: text].
     #[arg(long, env = "MESHCHECK_LOG_FORMAT", value_enum)]
     pub log_format: Option<LogFormat>,
+    /// Serve Prometheus metrics (GET /metrics) on this separate admin
+    /// address, never on the public one; keep it private [default: none,
+    /// no metrics listener].
+    #[arg(long, env = "MESHCHECK_METRICS_ADDR", value_name = "HOST:PORT")]
+    pub metrics_addr: Option<String>,
 }
 
 #[derive(Debug, Default, serde::Deserialize)]
@@ -74,6 +84,7 @@ struct FileServe {
     fetch_allow_hosts: Option<Vec<String>>,
     rate_limits: Option<bool>,
     render_in_process: Option<bool>,
+    metrics_addr: Option<String>,
 }
 
 fn file_settings() -> Result<FileServe> {
@@ -237,6 +248,7 @@ pub fn serve(args: ServeArgs) -> Result<i32> {
     let addr = args.addr.or(file.addr).unwrap_or_else(|| "127.0.0.1:8080".into());
     let data_dir = args.data_dir.or(file.data_dir).unwrap_or_else(|| PathBuf::from("meshcheck-data"));
     let format = args.log_format.or(file.log_format).unwrap_or(LogFormat::Text);
+    let metrics_addr = args.metrics_addr.or(file.metrics_addr);
     init_logging(format);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -247,6 +259,14 @@ pub fn serve(args: ServeArgs) -> Result<i32> {
             .await
             .map_err(|e| Error::bad_request(format!("cannot listen on {addr}: {e}")))?;
         let local = listener.local_addr().map_err(|e| Error::internal(e.to_string()))?;
+        let admin = match &metrics_addr {
+            Some(a) => Some(
+                tokio::net::TcpListener::bind(a)
+                    .await
+                    .map_err(|e| Error::bad_request(format!("cannot listen on the metrics address {a}: {e}")))?,
+            ),
+            None => None,
+        };
         let base_url = args.base_url.or(file.base_url).unwrap_or_else(|| format!("http://{local}"));
         let mut config = server::Config::new(data_dir, &base_url);
         config.allow_private_targets = args.allow_private_targets || file.allow_private_targets.unwrap_or(false);
@@ -284,10 +304,28 @@ pub fn serve(args: ServeArgs) -> Result<i32> {
         let state = tokio::task::spawn_blocking(move || server::AppState::open(config))
             .await
             .map_err(|e| Error::internal(e.to_string()))??;
+        let admin = match admin {
+            Some(admin) => {
+                let at = admin.local_addr().map_err(|e| Error::internal(e.to_string()))?;
+                if !at.ip().is_loopback() {
+                    tracing::warn!(addr = %at, "the metrics listener is reachable beyond this host: keep it private (firewall, private network)");
+                }
+                tracing::info!(addr = %at, "meshcheck metrics listening");
+                Some(tokio::spawn(server::admin::serve(admin, state.clone())))
+            }
+            None => None,
+        };
         tracing::info!(addr = %local, base_url = %state.config.base_url, data_dir = %state.config.data_dir.display(), "meshcheck serve listening");
-        server::serve(listener, state, server::shutdown_signal())
-            .await
-            .map_err(|e| Error::internal(format!("server: {e}")))?;
+        let served = server::serve(listener, state, server::shutdown_signal()).await;
+        // The admin listener stops when the server begins to stop.
+        if let Some(task) = admin {
+            match task.await {
+                Ok(Err(e)) => tracing::error!(error = %e, "the metrics listener failed"),
+                Err(e) => tracing::error!(error = %e, "the metrics listener failed"),
+                Ok(Ok(())) => {}
+            }
+        }
+        served.map_err(|e| Error::internal(format!("server: {e}")))?;
         tracing::info!("stopped");
         Ok(0)
     })

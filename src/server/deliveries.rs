@@ -1,7 +1,10 @@
 //! Webhook delivery: a sender task that POSTs due deliveries (signed,
 //! Standard Webhooks) with its own concurrency, so a target that hangs never
 //! blocks a job worker; retried with doubling backoff under the same id.
+//! Every attempt is counted in the metrics by outcome, and every message
+//! given up.
 
+use super::metrics::WebhookOutcome;
 use super::state::AppState;
 use crate::store::Delivery;
 use std::time::Duration;
@@ -44,6 +47,8 @@ async fn deliver(state: &AppState, d: &Delivery) {
     let account = match state.store.account(&d.account_id) {
         Ok(Some(a)) => a,
         _ => {
+            tracing::warn!(webhook = %d.id, job = %d.job_id, "webhook given up: its account is gone");
+            state.metrics.webhook_given_up();
             let _ = state.store.update_delivery(&d.id, "failed", d.attempts, d.next_at, None);
             return;
         }
@@ -63,6 +68,14 @@ async fn deliver(state: &AppState, d: &Delivery) {
         let backoff = state.config.webhook_backoff.as_secs_f64() * 2f64.powi(attempts as i32 - 1);
         ("pending", now + backoff.ceil() as i64)
     };
+    state.metrics.webhook_attempt(match &outcome {
+        _ if ok => WebhookOutcome::Delivered,
+        Ok(_) => WebhookOutcome::Rejected,
+        Err(_) => WebhookOutcome::Unreachable,
+    });
+    if st == "failed" {
+        state.metrics.webhook_given_up();
+    }
     match &outcome {
         Ok(s) => tracing::info!(webhook = %d.id, job = %d.job_id, status = s, attempts, state = st, "webhook attempt"),
         Err(e) => {

@@ -90,6 +90,8 @@ pub async fn enqueue(
         Charge::Charged { .. } => {}
         Charge::Insufficient { balance, required } => return Err(insufficient(balance, required).into()),
     }
+    state.metrics.credits_charged(cost);
+    tracing::info!(job = %job.id, kind = %job.kind, credits = cost, "job queued");
     guard.keep();
     state.job_wake.notify_one();
     Ok(envelope(&job))
@@ -141,8 +143,9 @@ fn fail(state: &AppState, job: &Job, e: Error) {
     if let Err(err) = state.store.finish_job(&job.id, "failed", &body, now) {
         tracing::error!(error = %err, "could not finish a job");
     }
-    if let Err(err) = state.store.refund(&job.id, "refund: job failed", now) {
-        tracing::error!(error = %err, "refund failed");
+    match state.store.refund(&job.id, "refund: job failed", now) {
+        Ok(credits) => state.metrics.credits_refunded(credits),
+        Err(err) => tracing::error!(error = %err, "refund failed"),
     }
     if let Some(b) = &job.input {
         let _ = state.blobs.delete(b);
@@ -183,6 +186,7 @@ pub async fn worker(state: AppState) {
             Ok(Some(job)) => {
                 use tracing::Instrument;
                 let span = tracing::info_span!("job", job = %job.id);
+                span.in_scope(|| tracing::info!(kind = %job.kind, attempt = job.attempts, "job started"));
                 run_job(&state, job).instrument(span).await
             }
             Ok(None) => {

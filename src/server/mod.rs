@@ -19,6 +19,8 @@
 //! - [`uploads`]: POST /v1/uploads and PUT /v1/uploads/{id}.
 //! - [`jobs`]: the persisted queue, its workers, restart recovery.
 //! - [`deliveries`]: webhook delivery; [`janitor`]: expiry of stored data.
+//! - [`metrics`]: the operators' metrics (`state.metrics`); [`admin`]: the
+//!   admin listener that serves them as `GET /metrics`, apart from the API.
 //! - [`resources`]: GET /v1/jobs/{id}, /v1/reports/{id}, /v1/account.
 //! - [`public`]: /v1/openapi.json, /v1/schema/{name}.json, /llms.txt, /healthz.
 //! - [`fetch`]: the SSRF-guarded HTTP client for `url` and webhooks.
@@ -30,6 +32,7 @@
 //!   [`stripe`] the provider's configuration and calls, [`stripe_signature`]
 //!   its webhook signatures.
 
+pub mod admin;
 pub mod auth;
 pub mod billing;
 pub mod clock;
@@ -45,6 +48,7 @@ pub mod janitor;
 pub mod jobs;
 pub mod media;
 pub mod metering;
+pub mod metrics;
 pub mod openapi;
 pub mod plan;
 pub mod prices;
@@ -99,7 +103,7 @@ pub fn router(state: AppState) -> Router {
         .route("/v1/billing/webhook", post(billing::webhook))
         .fallback(public::not_found)
         .layer(axum::extract::DefaultBodyLimit::disable())
-        .layer(axum::middleware::from_fn(auth::request_log))
+        .layer(axum::middleware::from_fn_with_state(state.clone(), auth::request_log))
         .with_state(state)
 }
 

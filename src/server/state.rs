@@ -1,8 +1,9 @@
 //! The server's settings ([`Config`]) and the state every handler and
 //! background task shares ([`AppState`]): storage, clock, limiters, the
-//! validator and the drawer.
+//! validator, the drawer and the metrics.
 
 use super::clock::{Clock, SystemClock};
+use super::metrics::Metrics;
 use super::stripe::StripeConfig;
 use super::{fetch, ratelimit};
 use crate::store::{Blobs, DirBlobs, Store, sqlite::SqliteStore};
@@ -155,6 +156,9 @@ pub struct Inner {
     pub webhook_wake: Notify,
     /// Flips to true when the server is shutting down.
     pub stopping: watch::Sender<bool>,
+    /// Operators' metrics (`state.metrics.lease_takeover()`, ...), served
+    /// on the admin listener.
+    pub metrics: Metrics,
 }
 
 impl std::ops::Deref for AppState {
@@ -188,6 +192,11 @@ impl AppState {
             }
             None => crate::render::Drawer::Local,
         };
+        let pool = match &drawer {
+            crate::render::Drawer::Worker(pool) => Some(pool.clone()),
+            crate::render::Drawer::Local => None,
+        };
+        let metrics = Metrics::new(store.clone(), pool);
         Ok(AppState(Arc::new(Inner {
             engine_slots: Arc::new(Semaphore::new(config.engine_slots.max(1))),
             fetcher: fetch::Fetcher::new(url_policy),
@@ -196,6 +205,7 @@ impl AppState {
             job_wake: Notify::new(),
             webhook_wake: Notify::new(),
             stopping: watch::channel(false).0,
+            metrics,
             config,
             store,
             blobs,

@@ -248,6 +248,10 @@ pub trait Store: Send + Sync {
     fn requeue_job(&self, id: &str, now: i64) -> Result<()>;
     /// Jobs left in processing by a stopped server.
     fn interrupted_jobs(&self) -> Result<Vec<Job>>;
+    /// How many jobs are in each status (queued, processing, done, failed),
+    /// as (status, count) in status order; a status no job has is left out.
+    /// Read at every metrics scrape, so one cheap aggregate.
+    fn job_counts(&self) -> Result<Vec<(String, i64)>>;
     /// Blob ids still needed: inputs of unfinished jobs and stored uploads.
     fn live_blobs(&self) -> Result<Vec<String>>;
     /// Records a webhook message to deliver.

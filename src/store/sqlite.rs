@@ -529,6 +529,16 @@ impl Store for SqliteStore {
         st.query_map([], job_row).map_err(db_error)?.collect::<rusqlite::Result<_>>().map_err(db_error)
     }
 
+    fn job_counts(&self) -> Result<Vec<(String, i64)>> {
+        let conn = self.conn();
+        let mut st =
+            conn.prepare("SELECT status, COUNT(*) FROM jobs GROUP BY status ORDER BY status").map_err(db_error)?;
+        st.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+            .map_err(db_error)?
+            .collect::<rusqlite::Result<_>>()
+            .map_err(db_error)
+    }
+
     fn live_blobs(&self) -> Result<Vec<String>> {
         let conn = self.conn();
         let mut st = conn
@@ -787,6 +797,44 @@ mod tests {
         assert_eq!(s.ledger(&acct.id, 0).unwrap().len(), 1);
         assert!(s.charge_and_queue(&job("job_1", 1), 3, 0, "dup").is_err(), "a duplicate id");
         assert_eq!(s.ledger(&acct.id, 0).unwrap().len(), 1, "the failed insert took its charge back");
+    }
+
+    #[test]
+    fn job_counts_follow_the_jobs_through_their_states() {
+        let s = SqliteStore::in_memory().unwrap();
+        assert!(s.job_counts().unwrap().is_empty(), "no jobs, no rows");
+        let (acct, _) = s.create_account("studio", None, 0).unwrap();
+        for (i, id) in ["job_a", "job_b", "job_c", "job_d"].into_iter().enumerate() {
+            let job = Job {
+                id: id.into(),
+                account_id: acct.id.clone(),
+                kind: "validate".into(),
+                status: "queued".into(),
+                params: "{}".into(),
+                input: Some(format!("blob_{id}")),
+                webhook_url: None,
+                credits: 1,
+                attempts: 0,
+                result: None,
+                created_at: i as i64,
+                updated_at: i as i64,
+            };
+            assert!(matches!(s.charge_and_queue(&job, 10_000, 0, "validate (job)").unwrap(), Charge::Charged { .. }));
+        }
+        let counts = |s: &SqliteStore| {
+            s.job_counts().unwrap().into_iter().map(|(k, n)| format!("{k}={n}")).collect::<Vec<_>>().join(" ")
+        };
+        assert_eq!(counts(&s), "queued=4");
+        // Oldest first: a, then b, then c.
+        assert_eq!(s.claim_job(10).unwrap().unwrap().id, "job_a");
+        assert_eq!(s.claim_job(10).unwrap().unwrap().id, "job_b");
+        assert_eq!(s.claim_job(10).unwrap().unwrap().id, "job_c");
+        assert_eq!(counts(&s), "processing=3 queued=1");
+        s.finish_job("job_a", "done", "{}", 11).unwrap();
+        s.finish_job("job_b", "failed", "{}", 11).unwrap();
+        assert_eq!(counts(&s), "done=1 failed=1 processing=1 queued=1");
+        s.requeue_job("job_c", 12).unwrap();
+        assert_eq!(counts(&s), "done=1 failed=1 queued=2");
     }
 
     #[test]
