@@ -26,6 +26,8 @@ mod hostile;
 mod lenient;
 #[cfg(feature = "mcp")]
 mod mcp;
+#[cfg(feature = "serve")]
+mod observability;
 #[cfg(feature = "render")]
 mod render;
 mod report_card;

@@ -179,7 +179,8 @@ pub struct Restarts {
     /// Retired once its resident memory passed [`Limits::rss_bytes`].
     pub memory: u64,
     /// Killed because a request failed: it stopped answering, answered
-    /// garbage or took longer than [`Limits::timeout`].
+    /// garbage or took longer than [`Limits::timeout`] (or it died between
+    /// requests and was still exiting when the next came).
     pub failed: u64,
     /// Found dead before a request (killed or crashed between requests).
     pub exited: u64,
