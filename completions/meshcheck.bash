@@ -937,7 +937,7 @@ _meshcheck() {
             return 0
             ;;
         meshcheck__subcmd__serve)
-            opts="-h -V --addr --data-dir --base-url --allow-private-targets --fetch-allow-hosts --workers --no-rate-limits --render-in-process --log-format --help --version"
+            opts="-h -V --addr --data-dir --base-url --allow-private-targets --fetch-allow-hosts --workers --no-rate-limits --render-in-process --log-format --metrics-addr --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -965,6 +965,10 @@ _meshcheck() {
                     ;;
                 --log-format)
                     COMPREPLY=($(compgen -W "text json" -- "${cur}"))
+                    return 0
+                    ;;
+                --metrics-addr)
+                    COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 *)

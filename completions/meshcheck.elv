@@ -142,6 +142,7 @@ set edit:completion:arg-completer[meshcheck] = {|@words|
             cand --fetch-allow-hosts 'Fetch `url` inputs only from these hosts (comma-separated; every redirect hop is checked). An empty value turns url fetching off'
             cand --workers 'Job workers [default: the number of cores]'
             cand --log-format 'Log format [default: text]'
+            cand --metrics-addr 'Serve Prometheus metrics (GET /metrics) on this separate admin address, never on the public one; keep it private [default: none, no metrics listener]'
             cand --allow-private-targets 'Let `url` fetches and webhooks reach loopback and private addresses (tests and closed networks only; logged as a warning)'
             cand --no-rate-limits 'Turn the per-key and per-IP request limits off (a private deployment behind a gateway that limits, or conformance runs; credits still apply; logged as a warning)'
             cand --render-in-process 'Draw stills in the server process instead of a worker process that is replaced every 50 renders or at 1 GB (for GPU drivers that do not leak; Mesa''s lavapipe does)'

@@ -134,6 +134,7 @@ complete -c meshcheck -n "__fish_meshcheck_using_subcommand serve" -l fetch-allo
 complete -c meshcheck -n "__fish_meshcheck_using_subcommand serve" -l workers -d 'Job workers [default: the number of cores]' -r
 complete -c meshcheck -n "__fish_meshcheck_using_subcommand serve" -l log-format -d 'Log format [default: text]' -r -f -a "text\t'One human-readable line per event'
 json\t'One JSON object per event'"
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand serve" -l metrics-addr -d 'Serve Prometheus metrics (GET /metrics) on this separate admin address, never on the public one; keep it private [default: none, no metrics listener]' -r
 complete -c meshcheck -n "__fish_meshcheck_using_subcommand serve" -l allow-private-targets -d 'Let `url` fetches and webhooks reach loopback and private addresses (tests and closed networks only; logged as a warning)'
 complete -c meshcheck -n "__fish_meshcheck_using_subcommand serve" -l no-rate-limits -d 'Turn the per-key and per-IP request limits off (a private deployment behind a gateway that limits, or conformance runs; credits still apply; logged as a warning)'
 complete -c meshcheck -n "__fish_meshcheck_using_subcommand serve" -l render-in-process -d 'Draw stills in the server process instead of a worker process that is replaced every 50 renders or at 1 GB (for GPU drivers that do not leak; Mesa\'s lavapipe does)'
