@@ -27,7 +27,10 @@ use tower::ServiceExt;
 const TEXT_FORMAT: &str = "text/plain; version=0.0.4; charset=utf-8";
 
 /// Parses a whole exposition; beyond the grammar, every metric has HELP
-/// and a type, the `meshcheck_` prefix, and appears once.
+/// and a type, the `meshcheck_` prefix, and appears once. The parser is
+/// stricter than Prometheus in one way: a metric with HELP and TYPE but no
+/// sample (the request counters of a server nobody asked yet) is an error
+/// to it, so the tests scrape after a request.
 fn parse(text: &str) -> Scrape {
     let scrape = Scrape::parse(text).unwrap_or_else(|e| panic!("not Prometheus text format: {e:?}\n{text}"));
     let mut seen = HashSet::new();
@@ -303,4 +306,32 @@ async fn the_binary_exposes_metrics_on_its_admin_listener_and_logs_matching_ids(
         "the worker's span carries the job id: {logs:#?}"
     );
     assert!(find("webhook attempt", &|l| l["fields"]["job"] == job_id.as_str()).is_some(), "{logs:#?}");
+}
+
+/// Without a metrics address there is no admin listener; `metrics_addr` in
+/// the config file's `[serve]` table gives one like the flag does.
+#[test]
+fn the_metrics_listener_is_off_by_default_and_the_config_file_can_turn_it_on() {
+    let tmp = tempfile::tempdir().unwrap();
+    let config = tmp.path().join("config.toml");
+    let run = |with_file: bool| {
+        let mut cmd = serve_command(&tmp.path().join("data"));
+        cmd.env_remove("MESHCHECK_METRICS_ADDR").env("MESHCHECK_CONFIG", &config);
+        if with_file {
+            std::fs::write(&config, "[serve]\nmetrics_addr = \"127.0.0.1:0\"\n").unwrap();
+        }
+        let mut served = start(cmd, Duration::from_secs(60)).unwrap();
+        let metrics = served.metrics_addr().map(|a| {
+            // One request first: the parser refuses a metric without samples.
+            assert_eq!(reqwest::blocking::get(format!("http://{}/healthz", served.addr)).unwrap().status(), 200);
+            let r = reqwest::blocking::get(format!("http://{a}/metrics")).unwrap();
+            (r.status().as_u16(), r.text().unwrap())
+        });
+        assert!(served.stop(Duration::from_secs(60)).unwrap().success());
+        metrics
+    };
+    assert_eq!(run(false), None, "no --metrics-addr, no admin listener");
+    let (status, text) = run(true).expect("an admin listener from the config file");
+    assert_eq!(status, 200);
+    assert_eq!(value(&parse(&text), "meshcheck_store_up", &[]), Some(1.0), "{text}");
 }
