@@ -26,6 +26,8 @@ mod hostile;
 mod lenient;
 #[cfg(feature = "mcp")]
 mod mcp;
+#[cfg(feature = "serve")]
+mod multinode;
 #[cfg(feature = "render")]
 mod render;
 mod report_card;
@@ -34,6 +36,8 @@ mod serve;
 #[cfg(feature = "serve")]
 mod serve_media;
 mod spec001;
+#[cfg(feature = "serve")]
+mod store_conformance;
 mod support;
 mod uv;
 mod uv_mat;
