@@ -1,6 +1,9 @@
 //! Webhook delivery: a sender task that POSTs due deliveries (signed,
 //! Standard Webhooks) with its own concurrency, so a target that hangs never
 //! blocks a job worker; retried with doubling backoff under the same id.
+//! Messages are rows written with the job's finish (an outbox); a node
+//! claims due ones for the length of an attempt, so with several nodes each
+//! attempt is made by one of them.
 //! Every attempt is counted in the metrics by outcome, and every message
 //! given up.
 
@@ -18,7 +21,11 @@ pub async fn webhook_sender(state: AppState) {
         if state.is_stopping() {
             return;
         }
-        let due = state.store.due_deliveries(state.clock.now(), 64).unwrap_or_else(|e| {
+        // Claimed for longer than one attempt can take: no other node sends
+        // them meanwhile, and if this node dies they fall due again.
+        let now = state.clock.now();
+        let hold = now + state.config.webhook_timeout.as_secs() as i64 + 30;
+        let due = state.store.claim_deliveries(now, 64, hold).unwrap_or_else(|e| {
             tracing::error!(error = %e, "could not list webhooks");
             Vec::new()
         });

@@ -6,7 +6,7 @@ use super::clock::{Clock, SystemClock};
 use super::metrics::Metrics;
 use super::stripe::StripeConfig;
 use super::{fetch, ratelimit};
-use crate::store::{Blobs, DirBlobs, Store, sqlite::SqliteStore};
+use crate::store::{Blobs, DirBlobs, Store};
 use crate::validator::Validator;
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -80,6 +80,17 @@ pub struct Config {
     pub demo_per_min: u64,
     /// Largest file the demo accepts.
     pub demo_max_bytes: u64,
+    /// The database: `sqlite:PATH` or `postgres://...` (none: the data
+    /// folder's `meshcheck.sqlite`).
+    pub database: Option<String>,
+    /// How long a claimed job belongs to this node without a renewal; the
+    /// worker renews it every third of this, and another node takes the job
+    /// over once it runs out.
+    pub job_lease: Duration,
+    /// Whether this node runs the scheduled work (retention, expired
+    /// uploads, ran-out leases, orphaned blobs); with several nodes, one at
+    /// a time does, under an advisory lock.
+    pub janitor: bool,
 }
 
 impl Config {
@@ -114,6 +125,9 @@ impl Config {
             media_per_min: 600,
             demo_per_min: 10,
             demo_max_bytes: 4_400_000,
+            database: None,
+            job_lease: Duration::from_secs(30),
+            janitor: true,
         }
     }
 }
@@ -159,6 +173,8 @@ pub struct Inner {
     /// Operators' metrics (`state.metrics.lease_takeover()`, ...), served
     /// on the admin listener.
     pub metrics: Metrics,
+    /// This process's name in job leases and logs (`node_` + random).
+    pub node: String,
 }
 
 impl std::ops::Deref for AppState {
@@ -206,6 +222,7 @@ impl AppState {
             webhook_wake: Notify::new(),
             stopping: watch::channel(false).0,
             metrics,
+            node: crate::store::random_id("node_", 12),
             config,
             store,
             blobs,
@@ -223,7 +240,7 @@ impl AppState {
     pub fn open(config: Config) -> crate::error::Result<AppState> {
         std::fs::create_dir_all(&config.data_dir)
             .map_err(|e| crate::error::Error::internal(format!("cannot create {}: {e}", config.data_dir.display())))?;
-        let store = SqliteStore::open(&config.data_dir.join("meshcheck.sqlite"))?;
+        let store = crate::store::database::open(config.database.as_deref(), &config.data_dir)?;
         let blobs = DirBlobs::new(config.data_dir.join("blobs"))
             .map_err(|e| crate::error::Error::internal(format!("cannot create the blob folder: {e}")))?;
         let shots = DirBlobs::new(config.data_dir.join("screenshots"))
@@ -231,7 +248,7 @@ impl AppState {
         let validator = Validator::global()?;
         AppState::with_parts(
             config,
-            Arc::new(store),
+            store,
             Arc::new(blobs),
             Arc::new(shots),
             Arc::new(SystemClock::new()),
@@ -271,7 +288,28 @@ impl AppState {
                 retry_after_s: 0,
             };
         }
-        self.limiter.take(key, per_min, self.clock.now_ms())
+        let now_ms = self.clock.now_ms();
+        if !self.store.shared() {
+            return self.limiter.take(key, per_min, now_ms);
+        }
+        // Every node draws from the bucket's row. A store that cannot be
+        // reached lets the request through (logged): the limits protect the
+        // service, and the failing store fails the request anyway.
+        let mut decision = None;
+        let taken = self.store.update_bucket(key, &mut |old| {
+            let (b, d) = ratelimit::step(old, per_min, now_ms);
+            decision = Some(d);
+            b
+        });
+        match (taken, decision) {
+            (Ok(()), Some(d)) => d,
+            (outcome, _) => {
+                if let Err(e) = outcome {
+                    tracing::error!(error = %e, "rate limit bucket not readable; request let through");
+                }
+                ratelimit::Decision { allowed: true, limit: per_min, remaining: per_min, reset_s: 0, retry_after_s: 0 }
+            }
+        }
     }
 
     /// Whether a shutdown has begun.
