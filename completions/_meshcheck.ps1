@@ -154,9 +154,13 @@ Register-ArgumentCompleter -Native -CommandName 'meshcheck' -ScriptBlock {
             [CompletionResult]::new('--fetch-allow-hosts', '--fetch-allow-hosts', [CompletionResultType]::ParameterName, 'Fetch `url` inputs only from these hosts (comma-separated; every redirect hop is checked). An empty value turns url fetching off')
             [CompletionResult]::new('--workers', '--workers', [CompletionResultType]::ParameterName, 'Job workers [default: the number of cores]')
             [CompletionResult]::new('--log-format', '--log-format', [CompletionResultType]::ParameterName, 'Log format [default: text]')
+            [CompletionResult]::new('--metrics-addr', '--metrics-addr', [CompletionResultType]::ParameterName, 'Serve Prometheus metrics (GET /metrics) on this separate admin address, never on the public one; keep it private [default: none, no metrics listener]')
+            [CompletionResult]::new('--database', '--database', [CompletionResultType]::ParameterName, 'The database: sqlite:PATH, or postgres://USER:PASSWORD@HOST:PORT/DB for several nodes on one database [default: DATA_DIR/meshcheck.sqlite]')
+            [CompletionResult]::new('--job-lease', '--job-lease', [CompletionResultType]::ParameterName, 'Seconds a claimed job stays this node''s without a renewal (renewed every third of it); another node takes the job over once it runs out [default: 30]')
             [CompletionResult]::new('--allow-private-targets', '--allow-private-targets', [CompletionResultType]::ParameterName, 'Let `url` fetches and webhooks reach loopback and private addresses (tests and closed networks only; logged as a warning)')
             [CompletionResult]::new('--no-rate-limits', '--no-rate-limits', [CompletionResultType]::ParameterName, 'Turn the per-key and per-IP request limits off (a private deployment behind a gateway that limits, or conformance runs; credits still apply; logged as a warning)')
             [CompletionResult]::new('--render-in-process', '--render-in-process', [CompletionResultType]::ParameterName, 'Draw stills in the server process instead of a worker process that is replaced every 50 renders or at 1 GB (for GPU drivers that do not leak; Mesa''s lavapipe does)')
+            [CompletionResult]::new('--no-janitor', '--no-janitor', [CompletionResultType]::ParameterName, 'Never run the scheduled work (retention, expired uploads, ran-out leases, orphaned blobs) on this node; with a shared database one node at a time runs it anyway')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
@@ -165,6 +169,7 @@ Register-ArgumentCompleter -Native -CommandName 'meshcheck' -ScriptBlock {
         }
         'meshcheck;accounts' {
             [CompletionResult]::new('--data-dir', '--data-dir', [CompletionResultType]::ParameterName, 'The server''s data folder [default: ./meshcheck-data]')
+            [CompletionResult]::new('--database', '--database', [CompletionResultType]::ParameterName, 'The server''s database, as given to `serve --database` [default: DATA_DIR/meshcheck.sqlite]')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
             [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
@@ -178,6 +183,7 @@ Register-ArgumentCompleter -Native -CommandName 'meshcheck' -ScriptBlock {
             [CompletionResult]::new('--plan', '--plan', [CompletionResultType]::ParameterName, 'Plan: free, indie, studio or scale')
             [CompletionResult]::new('--email', '--email', [CompletionResultType]::ParameterName, 'Contact address')
             [CompletionResult]::new('--data-dir', '--data-dir', [CompletionResultType]::ParameterName, 'The server''s data folder [default: ./meshcheck-data]')
+            [CompletionResult]::new('--database', '--database', [CompletionResultType]::ParameterName, 'The server''s database, as given to `serve --database` [default: DATA_DIR/meshcheck.sqlite]')
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print JSON (`account_id`, `api_key`, `plan`) instead of text')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
@@ -187,6 +193,7 @@ Register-ArgumentCompleter -Native -CommandName 'meshcheck' -ScriptBlock {
         }
         'meshcheck;accounts;list' {
             [CompletionResult]::new('--data-dir', '--data-dir', [CompletionResultType]::ParameterName, 'The server''s data folder [default: ./meshcheck-data]')
+            [CompletionResult]::new('--database', '--database', [CompletionResultType]::ParameterName, 'The server''s database, as given to `serve --database` [default: DATA_DIR/meshcheck.sqlite]')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
             [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
@@ -210,6 +217,7 @@ Register-ArgumentCompleter -Native -CommandName 'meshcheck' -ScriptBlock {
         }
         'meshcheck;keys' {
             [CompletionResult]::new('--data-dir', '--data-dir', [CompletionResultType]::ParameterName, 'The server''s data folder [default: ./meshcheck-data]')
+            [CompletionResult]::new('--database', '--database', [CompletionResultType]::ParameterName, 'The server''s database, as given to `serve --database` [default: DATA_DIR/meshcheck.sqlite]')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
             [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
@@ -222,6 +230,7 @@ Register-ArgumentCompleter -Native -CommandName 'meshcheck' -ScriptBlock {
         'meshcheck;keys;create' {
             [CompletionResult]::new('--account', '--account', [CompletionResultType]::ParameterName, 'The account (acct_...)')
             [CompletionResult]::new('--data-dir', '--data-dir', [CompletionResultType]::ParameterName, 'The server''s data folder [default: ./meshcheck-data]')
+            [CompletionResult]::new('--database', '--database', [CompletionResultType]::ParameterName, 'The server''s database, as given to `serve --database` [default: DATA_DIR/meshcheck.sqlite]')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
             [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
@@ -230,6 +239,7 @@ Register-ArgumentCompleter -Native -CommandName 'meshcheck' -ScriptBlock {
         }
         'meshcheck;keys;revoke' {
             [CompletionResult]::new('--data-dir', '--data-dir', [CompletionResultType]::ParameterName, 'The server''s data folder [default: ./meshcheck-data]')
+            [CompletionResult]::new('--database', '--database', [CompletionResultType]::ParameterName, 'The server''s database, as given to `serve --database` [default: DATA_DIR/meshcheck.sqlite]')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
             [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')

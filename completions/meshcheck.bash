@@ -169,13 +169,17 @@ _meshcheck() {
             return 0
             ;;
         meshcheck__subcmd__accounts)
-            opts="-h -V --data-dir --help --version create list help"
+            opts="-h -V --data-dir --database --help --version create list help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
                 --data-dir)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --database)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -187,7 +191,7 @@ _meshcheck() {
             return 0
             ;;
         meshcheck__subcmd__accounts__subcmd__create)
-            opts="-h -V --plan --email --json --data-dir --help --version"
+            opts="-h -V --plan --email --json --data-dir --database --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -202,6 +206,10 @@ _meshcheck() {
                     return 0
                     ;;
                 --data-dir)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --database)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -269,13 +277,17 @@ _meshcheck() {
             return 0
             ;;
         meshcheck__subcmd__accounts__subcmd__list)
-            opts="-h -V --data-dir --help --version"
+            opts="-h -V --data-dir --database --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
                 --data-dir)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --database)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -731,13 +743,17 @@ _meshcheck() {
             return 0
             ;;
         meshcheck__subcmd__keys)
-            opts="-h -V --data-dir --help --version create revoke help"
+            opts="-h -V --data-dir --database --help --version create revoke help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
                 --data-dir)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --database)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -749,7 +765,7 @@ _meshcheck() {
             return 0
             ;;
         meshcheck__subcmd__keys__subcmd__create)
-            opts="-h -V --account --data-dir --help --version"
+            opts="-h -V --account --data-dir --database --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -760,6 +776,10 @@ _meshcheck() {
                     return 0
                     ;;
                 --data-dir)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --database)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -827,13 +847,17 @@ _meshcheck() {
             return 0
             ;;
         meshcheck__subcmd__keys__subcmd__revoke)
-            opts="-h -V --data-dir --help --version"
+            opts="-h -V --data-dir --database --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
                 --data-dir)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --database)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -937,7 +961,7 @@ _meshcheck() {
             return 0
             ;;
         meshcheck__subcmd__serve)
-            opts="-h -V --addr --data-dir --blob-store --base-url --allow-private-targets --fetch-allow-hosts --workers --no-rate-limits --render-in-process --log-format --help --version"
+            opts="-h -V --addr --data-dir --blob-store --base-url --allow-private-targets --fetch-allow-hosts --workers --no-rate-limits --render-in-process --log-format --metrics-addr --database --job-lease --no-janitor --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -969,6 +993,18 @@ _meshcheck() {
                     ;;
                 --log-format)
                     COMPREPLY=($(compgen -W "text json" -- "${cur}"))
+                    return 0
+                    ;;
+                --metrics-addr)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --database)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --job-lease)
+                    COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 *)

@@ -143,9 +143,13 @@ set edit:completion:arg-completer[meshcheck] = {|@words|
             cand --fetch-allow-hosts 'Fetch `url` inputs only from these hosts (comma-separated; every redirect hop is checked). An empty value turns url fetching off'
             cand --workers 'Job workers [default: the number of cores]'
             cand --log-format 'Log format [default: text]'
+            cand --metrics-addr 'Serve Prometheus metrics (GET /metrics) on this separate admin address, never on the public one; keep it private [default: none, no metrics listener]'
+            cand --database 'The database: sqlite:PATH, or postgres://USER:PASSWORD@HOST:PORT/DB for several nodes on one database [default: DATA_DIR/meshcheck.sqlite]'
+            cand --job-lease 'Seconds a claimed job stays this node''s without a renewal (renewed every third of it); another node takes the job over once it runs out [default: 30]'
             cand --allow-private-targets 'Let `url` fetches and webhooks reach loopback and private addresses (tests and closed networks only; logged as a warning)'
             cand --no-rate-limits 'Turn the per-key and per-IP request limits off (a private deployment behind a gateway that limits, or conformance runs; credits still apply; logged as a warning)'
             cand --render-in-process 'Draw stills in the server process instead of a worker process that is replaced every 50 renders or at 1 GB (for GPU drivers that do not leak; Mesa''s lavapipe does)'
+            cand --no-janitor 'Never run the scheduled work (retention, expired uploads, ran-out leases, orphaned blobs) on this node; with a shared database one node at a time runs it anyway'
             cand -h 'Print help (see more with ''--help'')'
             cand --help 'Print help (see more with ''--help'')'
             cand -V 'Print version'
@@ -153,6 +157,7 @@ set edit:completion:arg-completer[meshcheck] = {|@words|
         }
         &'meshcheck;accounts'= {
             cand --data-dir 'The server''s data folder [default: ./meshcheck-data]'
+            cand --database 'The server''s database, as given to `serve --database` [default: DATA_DIR/meshcheck.sqlite]'
             cand -h 'Print help'
             cand --help 'Print help'
             cand -V 'Print version'
@@ -165,6 +170,7 @@ set edit:completion:arg-completer[meshcheck] = {|@words|
             cand --plan 'Plan: free, indie, studio or scale'
             cand --email 'Contact address'
             cand --data-dir 'The server''s data folder [default: ./meshcheck-data]'
+            cand --database 'The server''s database, as given to `serve --database` [default: DATA_DIR/meshcheck.sqlite]'
             cand --json 'Print JSON (`account_id`, `api_key`, `plan`) instead of text'
             cand -h 'Print help'
             cand --help 'Print help'
@@ -173,6 +179,7 @@ set edit:completion:arg-completer[meshcheck] = {|@words|
         }
         &'meshcheck;accounts;list'= {
             cand --data-dir 'The server''s data folder [default: ./meshcheck-data]'
+            cand --database 'The server''s database, as given to `serve --database` [default: DATA_DIR/meshcheck.sqlite]'
             cand -h 'Print help'
             cand --help 'Print help'
             cand -V 'Print version'
@@ -191,6 +198,7 @@ set edit:completion:arg-completer[meshcheck] = {|@words|
         }
         &'meshcheck;keys'= {
             cand --data-dir 'The server''s data folder [default: ./meshcheck-data]'
+            cand --database 'The server''s database, as given to `serve --database` [default: DATA_DIR/meshcheck.sqlite]'
             cand -h 'Print help'
             cand --help 'Print help'
             cand -V 'Print version'
@@ -202,6 +210,7 @@ set edit:completion:arg-completer[meshcheck] = {|@words|
         &'meshcheck;keys;create'= {
             cand --account 'The account (acct_...)'
             cand --data-dir 'The server''s data folder [default: ./meshcheck-data]'
+            cand --database 'The server''s database, as given to `serve --database` [default: DATA_DIR/meshcheck.sqlite]'
             cand -h 'Print help'
             cand --help 'Print help'
             cand -V 'Print version'
@@ -209,6 +218,7 @@ set edit:completion:arg-completer[meshcheck] = {|@words|
         }
         &'meshcheck;keys;revoke'= {
             cand --data-dir 'The server''s data folder [default: ./meshcheck-data]'
+            cand --database 'The server''s database, as given to `serve --database` [default: DATA_DIR/meshcheck.sqlite]'
             cand -h 'Print help'
             cand --help 'Print help'
             cand -V 'Print version'

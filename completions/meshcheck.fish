@@ -135,12 +135,17 @@ complete -c meshcheck -n "__fish_meshcheck_using_subcommand serve" -l fetch-allo
 complete -c meshcheck -n "__fish_meshcheck_using_subcommand serve" -l workers -d 'Job workers [default: the number of cores]' -r
 complete -c meshcheck -n "__fish_meshcheck_using_subcommand serve" -l log-format -d 'Log format [default: text]' -r -f -a "text\t'One human-readable line per event'
 json\t'One JSON object per event'"
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand serve" -l metrics-addr -d 'Serve Prometheus metrics (GET /metrics) on this separate admin address, never on the public one; keep it private [default: none, no metrics listener]' -r
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand serve" -l database -d 'The database: sqlite:PATH, or postgres://USER:PASSWORD@HOST:PORT/DB for several nodes on one database [default: DATA_DIR/meshcheck.sqlite]' -r
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand serve" -l job-lease -d 'Seconds a claimed job stays this node\'s without a renewal (renewed every third of it); another node takes the job over once it runs out [default: 30]' -r
 complete -c meshcheck -n "__fish_meshcheck_using_subcommand serve" -l allow-private-targets -d 'Let `url` fetches and webhooks reach loopback and private addresses (tests and closed networks only; logged as a warning)'
 complete -c meshcheck -n "__fish_meshcheck_using_subcommand serve" -l no-rate-limits -d 'Turn the per-key and per-IP request limits off (a private deployment behind a gateway that limits, or conformance runs; credits still apply; logged as a warning)'
 complete -c meshcheck -n "__fish_meshcheck_using_subcommand serve" -l render-in-process -d 'Draw stills in the server process instead of a worker process that is replaced every 50 renders or at 1 GB (for GPU drivers that do not leak; Mesa\'s lavapipe does)'
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand serve" -l no-janitor -d 'Never run the scheduled work (retention, expired uploads, ran-out leases, orphaned blobs) on this node; with a shared database one node at a time runs it anyway'
 complete -c meshcheck -n "__fish_meshcheck_using_subcommand serve" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c meshcheck -n "__fish_meshcheck_using_subcommand serve" -s V -l version -d 'Print version'
 complete -c meshcheck -n "__fish_meshcheck_using_subcommand accounts; and not __fish_seen_subcommand_from create list help" -l data-dir -d 'The server\'s data folder [default: ./meshcheck-data]' -r -F
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand accounts; and not __fish_seen_subcommand_from create list help" -l database -d 'The server\'s database, as given to `serve --database` [default: DATA_DIR/meshcheck.sqlite]' -r
 complete -c meshcheck -n "__fish_meshcheck_using_subcommand accounts; and not __fish_seen_subcommand_from create list help" -s h -l help -d 'Print help'
 complete -c meshcheck -n "__fish_meshcheck_using_subcommand accounts; and not __fish_seen_subcommand_from create list help" -s V -l version -d 'Print version'
 complete -c meshcheck -n "__fish_meshcheck_using_subcommand accounts; and not __fish_seen_subcommand_from create list help" -f -a "create" -d 'Create an account and print its first API key (shown once)'
@@ -152,16 +157,19 @@ studio\t''
 scale\t''"
 complete -c meshcheck -n "__fish_meshcheck_using_subcommand accounts; and __fish_seen_subcommand_from create" -l email -d 'Contact address' -r
 complete -c meshcheck -n "__fish_meshcheck_using_subcommand accounts; and __fish_seen_subcommand_from create" -l data-dir -d 'The server\'s data folder [default: ./meshcheck-data]' -r -F
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand accounts; and __fish_seen_subcommand_from create" -l database -d 'The server\'s database, as given to `serve --database` [default: DATA_DIR/meshcheck.sqlite]' -r
 complete -c meshcheck -n "__fish_meshcheck_using_subcommand accounts; and __fish_seen_subcommand_from create" -l json -d 'Print JSON (`account_id`, `api_key`, `plan`) instead of text'
 complete -c meshcheck -n "__fish_meshcheck_using_subcommand accounts; and __fish_seen_subcommand_from create" -s h -l help -d 'Print help'
 complete -c meshcheck -n "__fish_meshcheck_using_subcommand accounts; and __fish_seen_subcommand_from create" -s V -l version -d 'Print version'
 complete -c meshcheck -n "__fish_meshcheck_using_subcommand accounts; and __fish_seen_subcommand_from list" -l data-dir -d 'The server\'s data folder [default: ./meshcheck-data]' -r -F
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand accounts; and __fish_seen_subcommand_from list" -l database -d 'The server\'s database, as given to `serve --database` [default: DATA_DIR/meshcheck.sqlite]' -r
 complete -c meshcheck -n "__fish_meshcheck_using_subcommand accounts; and __fish_seen_subcommand_from list" -s h -l help -d 'Print help'
 complete -c meshcheck -n "__fish_meshcheck_using_subcommand accounts; and __fish_seen_subcommand_from list" -s V -l version -d 'Print version'
 complete -c meshcheck -n "__fish_meshcheck_using_subcommand accounts; and __fish_seen_subcommand_from help" -f -a "create" -d 'Create an account and print its first API key (shown once)'
 complete -c meshcheck -n "__fish_meshcheck_using_subcommand accounts; and __fish_seen_subcommand_from help" -f -a "list" -d 'List accounts with their plan, balance and keys (prefixes only)'
 complete -c meshcheck -n "__fish_meshcheck_using_subcommand accounts; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c meshcheck -n "__fish_meshcheck_using_subcommand keys; and not __fish_seen_subcommand_from create revoke help" -l data-dir -d 'The server\'s data folder [default: ./meshcheck-data]' -r -F
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand keys; and not __fish_seen_subcommand_from create revoke help" -l database -d 'The server\'s database, as given to `serve --database` [default: DATA_DIR/meshcheck.sqlite]' -r
 complete -c meshcheck -n "__fish_meshcheck_using_subcommand keys; and not __fish_seen_subcommand_from create revoke help" -s h -l help -d 'Print help'
 complete -c meshcheck -n "__fish_meshcheck_using_subcommand keys; and not __fish_seen_subcommand_from create revoke help" -s V -l version -d 'Print version'
 complete -c meshcheck -n "__fish_meshcheck_using_subcommand keys; and not __fish_seen_subcommand_from create revoke help" -f -a "create" -d 'Make another key for an account and print it (shown once)'
@@ -169,9 +177,11 @@ complete -c meshcheck -n "__fish_meshcheck_using_subcommand keys; and not __fish
 complete -c meshcheck -n "__fish_meshcheck_using_subcommand keys; and not __fish_seen_subcommand_from create revoke help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c meshcheck -n "__fish_meshcheck_using_subcommand keys; and __fish_seen_subcommand_from create" -l account -d 'The account (acct_...)' -r
 complete -c meshcheck -n "__fish_meshcheck_using_subcommand keys; and __fish_seen_subcommand_from create" -l data-dir -d 'The server\'s data folder [default: ./meshcheck-data]' -r -F
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand keys; and __fish_seen_subcommand_from create" -l database -d 'The server\'s database, as given to `serve --database` [default: DATA_DIR/meshcheck.sqlite]' -r
 complete -c meshcheck -n "__fish_meshcheck_using_subcommand keys; and __fish_seen_subcommand_from create" -s h -l help -d 'Print help'
 complete -c meshcheck -n "__fish_meshcheck_using_subcommand keys; and __fish_seen_subcommand_from create" -s V -l version -d 'Print version'
 complete -c meshcheck -n "__fish_meshcheck_using_subcommand keys; and __fish_seen_subcommand_from revoke" -l data-dir -d 'The server\'s data folder [default: ./meshcheck-data]' -r -F
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand keys; and __fish_seen_subcommand_from revoke" -l database -d 'The server\'s database, as given to `serve --database` [default: DATA_DIR/meshcheck.sqlite]' -r
 complete -c meshcheck -n "__fish_meshcheck_using_subcommand keys; and __fish_seen_subcommand_from revoke" -s h -l help -d 'Print help'
 complete -c meshcheck -n "__fish_meshcheck_using_subcommand keys; and __fish_seen_subcommand_from revoke" -s V -l version -d 'Print version'
 complete -c meshcheck -n "__fish_meshcheck_using_subcommand keys; and __fish_seen_subcommand_from help" -f -a "create" -d 'Make another key for an account and print it (shown once)'

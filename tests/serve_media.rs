@@ -361,6 +361,8 @@ async fn request_limits_can_be_turned_off_but_credits_still_apply() {
     assert_eq!(ledger(&s, &key), vec![1]);
 }
 
+use meshcheck::render::worker::Restarts;
+
 fn worker_srv(renders: u32) -> Srv {
     let exe = std::path::PathBuf::from(env!("CARGO_BIN_EXE_meshcheck"));
     let limits = meshcheck::render::worker::Limits { renders, rss_bytes: 4 << 30, timeout: Duration::from_secs(120) };
@@ -402,6 +404,7 @@ async fn a_render_worker_draws_the_same_stills_and_is_replaced() {
         report["checks"].as_array().unwrap().iter().filter(|c| c["id"].as_str().unwrap().starts_with("RND-")).collect();
     assert!(rnd.len() == 3 && rnd.iter().all(|c| c["status"] == "pass"), "{rnd:?}");
     assert_eq!(p.pid(), None, "replaced after 2 renders");
+    assert_eq!(p.restarts(), Restarts { renders: 1, ..Restarts::default() });
     // A worker killed between requests: the next request starts another.
     w.post_form("/v1/render", Some(&key), &box_glb(), &fields).await.ok(200);
     let pid = p.pid().expect("a live worker");
@@ -418,6 +421,21 @@ async fn a_render_worker_draws_the_same_stills_and_is_replaced() {
     }
     w.post_form("/v1/render", Some(&key), &box_glb(), &fields).await.ok(200);
     assert_eq!(p.started(), 3);
+    // The killed worker is counted once: as exited when it was found dead
+    // before the request, as failed when it was still dying (a process
+    // with many threads takes a while to be reaped, zombie leader or not).
+    let r = p.restarts();
+    assert_eq!((r.renders, r.memory, r.exited + r.failed), (1, 0, 1), "{r:?}");
+    // The operators' metrics read the same counts.
+    let text = w.state.metrics.encode();
+    for line in [
+        "meshcheck_render_workers_started_total 3".to_string(),
+        r#"meshcheck_render_worker_restarts_total{reason="renders"} 1"#.to_string(),
+        format!(r#"meshcheck_render_worker_restarts_total{{reason="exited"}} {}"#, r.exited),
+        format!(r#"meshcheck_render_worker_restarts_total{{reason="failed"}} {}"#, r.failed),
+    ] {
+        assert!(text.lines().any(|l| l == line), "missing {line:?} in\n{text}");
+    }
     // A turntable through the worker.
     let run = start(&w).await;
     let env = w

@@ -28,6 +28,10 @@ mod hostile;
 mod lenient;
 #[cfg(feature = "mcp")]
 mod mcp;
+#[cfg(feature = "serve")]
+mod multinode;
+#[cfg(feature = "serve")]
+mod observability;
 #[cfg(feature = "render")]
 mod render;
 mod report_card;
@@ -36,6 +40,8 @@ mod serve;
 #[cfg(feature = "serve")]
 mod serve_media;
 mod spec001;
+#[cfg(feature = "serve")]
+mod store_conformance;
 mod support;
 mod uv;
 mod uv_mat;

@@ -3,14 +3,20 @@
 //! Settings come from the flags, else the environment (`MESHCHECK_ADDR`,
 //! `MESHCHECK_DATA_DIR`, `MESHCHECK_BLOB_STORE`, `MESHCHECK_BASE_URL`,
 //! `MESHCHECK_ALLOW_PRIVATE_TARGETS`, `MESHCHECK_FETCH_ALLOW_HOSTS`,
-//! `MESHCHECK_LOG_FORMAT`), else the
-//! `[serve]` table of the config file (`addr`, `data_dir`, `blob_store`,
-//! `base_url`, `allow_private_targets`, `fetch_allow_hosts`, `workers`,
-//! `log_format`), else the defaults.
+//! `MESHCHECK_LOG_FORMAT`, `MESHCHECK_METRICS_ADDR`, `MESHCHECK_DATABASE_URL`,
+//! `MESHCHECK_JOB_LEASE`, `MESHCHECK_NO_JANITOR`, `MESHCHECK_BLOB_STORE`), else the `[serve]` table of
+//! the config file (`addr`, `data_dir`, `base_url`, `allow_private_targets`,
+//! `fetch_allow_hosts`, `workers`, `log_format`, `metrics_addr`, `database`,
+//! `job_lease`, `janitor`, `blob_store`), else the defaults (docs/deploy.md lists them all).
+//!
+//! With a metrics address, `GET /metrics` is served on a second, admin
+//! listener (docs/metrics.md); without one there is none. Both listeners
+//! announce their bound address in the log before serving ("meshcheck
+//! metrics listening", then "meshcheck serve listening"), so port 0 works.
 
 use crate::error::{Error, Result};
 use crate::server::{self, plan};
-use crate::store::{Store, sqlite::SqliteStore};
+use crate::store::Store;
 use clap::{Args, Subcommand, ValueEnum};
 use std::path::PathBuf;
 
@@ -66,6 +72,25 @@ pub struct ServeArgs {
     /// Log format [default: text].
     #[arg(long, env = "MESHCHECK_LOG_FORMAT", value_enum)]
     pub log_format: Option<LogFormat>,
+    /// Serve Prometheus metrics (GET /metrics) on this separate admin
+    /// address, never on the public one; keep it private [default: none,
+    /// no metrics listener].
+    #[arg(long, env = "MESHCHECK_METRICS_ADDR", value_name = "HOST:PORT")]
+    pub metrics_addr: Option<String>,
+    /// The database: sqlite:PATH, or postgres://USER:PASSWORD@HOST:PORT/DB
+    /// for several nodes on one database [default: DATA_DIR/meshcheck.sqlite].
+    #[arg(long, env = "MESHCHECK_DATABASE_URL", value_name = "URL")]
+    pub database: Option<String>,
+    /// Seconds a claimed job stays this node's without a renewal (renewed
+    /// every third of it); another node takes the job over once it runs out
+    /// [default: 30].
+    #[arg(long, env = "MESHCHECK_JOB_LEASE", value_name = "SECS", value_parser = clap::value_parser!(u64).range(3..=3600))]
+    pub job_lease: Option<u64>,
+    /// Never run the scheduled work (retention, expired uploads, ran-out
+    /// leases, orphaned blobs) on this node; with a shared database one
+    /// node at a time runs it anyway.
+    #[arg(long, env = "MESHCHECK_NO_JANITOR")]
+    pub no_janitor: bool,
 }
 
 #[derive(Debug, Default, serde::Deserialize)]
@@ -81,6 +106,10 @@ struct FileServe {
     fetch_allow_hosts: Option<Vec<String>>,
     rate_limits: Option<bool>,
     render_in_process: Option<bool>,
+    metrics_addr: Option<String>,
+    database: Option<String>,
+    job_lease: Option<u64>,
+    janitor: Option<bool>,
 }
 
 fn file_settings() -> Result<FileServe> {
@@ -97,12 +126,16 @@ fn file_settings() -> Result<FileServe> {
     }
 }
 
-/// The data-dir option shared by `accounts` and `keys`.
+/// Where `accounts` and `keys` find the server's database.
 #[derive(Debug, Args)]
 pub struct DataDirArg {
     /// The server's data folder [default: ./meshcheck-data].
     #[arg(long, env = "MESHCHECK_DATA_DIR", value_name = "DIR", global = true)]
     pub data_dir: Option<PathBuf>,
+    /// The server's database, as given to `serve --database` [default:
+    /// DATA_DIR/meshcheck.sqlite].
+    #[arg(long, env = "MESHCHECK_DATABASE_URL", value_name = "URL", global = true)]
+    pub database: Option<String>,
 }
 
 /// `meshcheck accounts`.
@@ -169,9 +202,17 @@ fn data_dir(d: &Option<PathBuf>) -> Result<PathBuf> {
     })
 }
 
-fn open_store(dir: &std::path::Path) -> Result<SqliteStore> {
-    std::fs::create_dir_all(dir).map_err(|e| Error::bad_request(format!("cannot create {}: {e}", dir.display())))?;
-    SqliteStore::open(&dir.join("meshcheck.sqlite"))
+fn open_store(arg: &DataDirArg) -> Result<std::sync::Arc<dyn Store>> {
+    let database = match &arg.database {
+        Some(d) => Some(d.clone()),
+        None => file_settings()?.database,
+    };
+    let dir = data_dir(&arg.data_dir)?;
+    if database.is_none() {
+        std::fs::create_dir_all(&dir)
+            .map_err(|e| Error::bad_request(format!("cannot create {}: {e}", dir.display())))?;
+    }
+    crate::store::database::open(database.as_deref(), &dir)
 }
 
 fn now() -> i64 {
@@ -181,7 +222,7 @@ fn now() -> i64 {
 
 /// Runs `meshcheck accounts`.
 pub fn accounts(args: AccountsArgs) -> Result<i32> {
-    let store = open_store(&data_dir(&args.dir.data_dir)?)?;
+    let store = open_store(&args.dir)?;
     match args.action {
         AccountsAction::Create { plan, email, json } => {
             let (account, key) = store.create_account(&plan, email.as_deref(), now())?;
@@ -219,7 +260,7 @@ pub fn accounts(args: AccountsArgs) -> Result<i32> {
 
 /// Runs `meshcheck keys`.
 pub fn keys(args: KeysArgs) -> Result<i32> {
-    let store = open_store(&data_dir(&args.dir.data_dir)?)?;
+    let store = open_store(&args.dir)?;
     match args.action {
         KeysAction::Create { account } => {
             let key = store.create_key(&account, crate::store::LIVE_KEY_PREFIX, now()).map_err(|e| {
@@ -244,6 +285,7 @@ pub fn serve(args: ServeArgs) -> Result<i32> {
     let addr = args.addr.or(file.addr).unwrap_or_else(|| "127.0.0.1:8080".into());
     let data_dir = args.data_dir.or(file.data_dir).unwrap_or_else(|| PathBuf::from("meshcheck-data"));
     let format = args.log_format.or(file.log_format).unwrap_or(LogFormat::Text);
+    let metrics_addr = args.metrics_addr.or(file.metrics_addr);
     init_logging(format);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -254,6 +296,14 @@ pub fn serve(args: ServeArgs) -> Result<i32> {
             .await
             .map_err(|e| Error::bad_request(format!("cannot listen on {addr}: {e}")))?;
         let local = listener.local_addr().map_err(|e| Error::internal(e.to_string()))?;
+        let admin = match &metrics_addr {
+            Some(a) => Some(
+                tokio::net::TcpListener::bind(a)
+                    .await
+                    .map_err(|e| Error::bad_request(format!("cannot listen on the metrics address {a}: {e}")))?,
+            ),
+            None => None,
+        };
         let base_url = args.base_url.or(file.base_url).unwrap_or_else(|| format!("http://{local}"));
         let mut config = server::Config::new(data_dir, &base_url);
         config.blob_store = args.blob_store.or(file.blob_store);
@@ -265,6 +315,11 @@ pub fn serve(args: ServeArgs) -> Result<i32> {
         if let Some(w) = args.workers.or(file.workers) {
             config.workers = w.max(1);
         }
+        config.database = args.database.or(file.database);
+        if let Some(s) = args.job_lease.or(file.job_lease) {
+            config.job_lease = std::time::Duration::from_secs(s.clamp(3, 3600));
+        }
+        config.janitor = !args.no_janitor && file.janitor.unwrap_or(true);
         config.vision = match crate::vision::Config::from_env() {
             Ok(v) => Some(v),
             Err(e) if e.code == crate::error::ErrorCode::InspectUnavailable => {
@@ -295,10 +350,30 @@ pub fn serve(args: ServeArgs) -> Result<i32> {
         if let Some(url) = &state.config.blob_store {
             tracing::info!(blob_store = %url, "blobs and stills are in the blob store");
         }
-        tracing::info!(addr = %local, base_url = %state.config.base_url, data_dir = %state.config.data_dir.display(), "meshcheck serve listening");
-        server::serve(listener, state, server::shutdown_signal())
-            .await
-            .map_err(|e| Error::internal(format!("server: {e}")))?;
+        // Before any address is announced: a SIGTERM from then on is a clean stop.
+        let shutdown = server::shutdown_signal();
+        let admin = match admin {
+            Some(admin) => {
+                let at = admin.local_addr().map_err(|e| Error::internal(e.to_string()))?;
+                if !at.ip().is_loopback() {
+                    tracing::warn!(addr = %at, "the metrics listener is reachable beyond this host: keep it private (firewall, private network)");
+                }
+                tracing::info!(addr = %at, "meshcheck metrics listening");
+                Some(tokio::spawn(server::admin::serve(admin, state.clone())))
+            }
+            None => None,
+        };
+        tracing::info!(addr = %local, base_url = %state.config.base_url, data_dir = %state.config.data_dir.display(), node = %state.node, "meshcheck serve listening");
+        let served = server::serve(listener, state, shutdown).await;
+        // The admin listener stops when the server begins to stop.
+        if let Some(task) = admin {
+            match task.await {
+                Ok(Err(e)) => tracing::error!(error = %e, "the metrics listener failed"),
+                Err(e) => tracing::error!(error = %e, "the metrics listener failed"),
+                Ok(Ok(())) => {}
+            }
+        }
+        served.map_err(|e| Error::internal(format!("server: {e}")))?;
         tracing::info!("stopped");
         Ok(0)
     })

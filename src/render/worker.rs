@@ -18,6 +18,8 @@
 //! - A worker that dies, answers garbage or takes longer than
 //!   [`Limits::timeout`] is killed; that request fails with RENDER_FAILED and
 //!   the next one starts a fresh worker.
+//! - [`Pool::restarts`] counts the workers retired, by why ([`Restarts`]):
+//!   the server's metrics read it at every scrape.
 
 use super::renderer::Renderer;
 use super::rig::Angle;
@@ -168,6 +170,31 @@ impl Proc {
     }
 }
 
+/// Workers retired so far, by why. Each is replaced by a fresh one on the
+/// next request (a retirement at the end of a run is replaced by none).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Restarts {
+    /// Retired after serving [`Limits::renders`] requests.
+    pub renders: u64,
+    /// Retired once its resident memory passed [`Limits::rss_bytes`].
+    pub memory: u64,
+    /// Killed because a request failed: it stopped answering, answered
+    /// garbage or took longer than [`Limits::timeout`] (or it died between
+    /// requests and was still exiting when the next came).
+    pub failed: u64,
+    /// Found dead before a request (killed or crashed between requests).
+    pub exited: u64,
+}
+
+/// Why a worker was retired.
+#[derive(Debug, Clone, Copy)]
+enum Retire {
+    Renders,
+    Memory,
+    Failed,
+    Exited,
+}
+
 /// The worker process behind [`Drawer::Worker`]: one at a time (the device
 /// draws one request at a time anyway), started on first use.
 pub struct Pool {
@@ -175,17 +202,41 @@ pub struct Pool {
     limits: Limits,
     proc: Mutex<Option<Proc>>,
     started: std::sync::atomic::AtomicU32,
+    restarts: Mutex<Restarts>,
 }
 
 impl Pool {
     /// A pool running `exe render-worker`.
     pub fn new(exe: PathBuf, limits: Limits) -> Pool {
-        Pool { exe, limits, proc: Mutex::new(None), started: std::sync::atomic::AtomicU32::new(0) }
+        Pool {
+            exe,
+            limits,
+            proc: Mutex::new(None),
+            started: std::sync::atomic::AtomicU32::new(0),
+            restarts: Mutex::new(Restarts::default()),
+        }
     }
 
     /// Workers started so far.
     pub fn started(&self) -> u32 {
         self.started.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// Workers retired so far, by why.
+    pub fn restarts(&self) -> Restarts {
+        *self.restarts.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Stops a worker and counts why.
+    fn retire(&self, proc: Proc, why: Retire) {
+        proc.stop();
+        let mut r = self.restarts.lock().unwrap_or_else(|p| p.into_inner());
+        match why {
+            Retire::Renders => r.renders += 1,
+            Retire::Memory => r.memory += 1,
+            Retire::Failed => r.failed += 1,
+            Retire::Exited => r.exited += 1,
+        }
     }
 
     /// The live worker's process id, if one is running.
@@ -216,7 +267,7 @@ impl Pool {
             && let Some(p) = slot.take()
         {
             eprintln!("meshcheck: the render worker exited; starting another");
-            p.stop();
+            self.retire(p, Retire::Exited);
         }
         if slot.is_none() {
             *slot = Some(self.spawn()?);
@@ -224,16 +275,24 @@ impl Pool {
         let proc = slot.as_mut().expect("a worker was just started");
         let outcome = exchange(proc, header, payload, self.limits.timeout);
         let replace = match &outcome {
-            Err(_) => true,
+            Err(_) => Some(Retire::Failed),
             Ok(_) => {
                 if header.get("op").and_then(Value::as_str) != Some("hello") {
                     proc.served += 1;
                 }
-                proc.served >= self.limits.renders || proc.rss().is_some_and(|r| r >= self.limits.rss_bytes)
+                if proc.served >= self.limits.renders {
+                    Some(Retire::Renders)
+                } else if proc.rss().is_some_and(|r| r >= self.limits.rss_bytes) {
+                    Some(Retire::Memory)
+                } else {
+                    None
+                }
             }
         };
-        if replace && let Some(p) = slot.take() {
-            p.stop();
+        if let Some(why) = replace
+            && let Some(p) = slot.take()
+        {
+            self.retire(p, why);
         }
         let (head, body) = outcome?;
         if head.get("ok").and_then(Value::as_bool) != Some(true) {
@@ -490,6 +549,23 @@ mod tests {
         let huge = [0xFFu8, 0xFF, 0xFF, 0xFF];
         assert!(read_frame(&mut &huge[..]).is_err(), "a header length beyond the cap");
         assert!(read_frame(&mut &b""[..]).is_err());
+    }
+
+    /// A worker that exits at once (here a program that is no worker) fails
+    /// its request, is counted as failed and is replaced on the next one.
+    #[test]
+    #[cfg(unix)]
+    fn a_failing_worker_is_counted_and_replaced() {
+        let pool =
+            Pool::new(PathBuf::from("/bin/false"), Limits { timeout: Duration::from_secs(20), ..Limits::default() });
+        assert_eq!((pool.started(), pool.restarts()), (0, Restarts::default()));
+        for _ in 0..2 {
+            let e = pool.call(&json!({"op": "hello"}), &[]).unwrap_err();
+            assert_eq!(e.code, ErrorCode::RenderFailed);
+        }
+        assert_eq!(pool.started(), 2);
+        assert_eq!(pool.restarts(), Restarts { failed: 2, ..Restarts::default() });
+        assert_eq!(pool.pid(), None, "no worker left running");
     }
 
     #[test]

@@ -7,9 +7,11 @@
 //! - [`per_ip`]: the public routes' bucket per client IP.
 //! - Every response of both carries RateLimit-Limit, RateLimit-Remaining and
 //!   RateLimit-Reset.
-//! - [`request_log`]: a request id (`X-Request-Id`, made here when absent)
-//!   and one log line per request: method, route template, status, time.
-//!   Never bodies, keys or query strings.
+//! - [`request_log`]: a request id (`X-Request-Id`: a load balancer's when
+//!   sane, else made here; returned on the response), the request's span
+//!   carrying it (`request_id`), one log line per request (method, route
+//!   template, status, time) and the request's count and latency in the
+//!   metrics. Never bodies, keys or query strings.
 
 use super::error::ApiError;
 use super::plan::{self, Plan};
@@ -120,19 +122,32 @@ pub async fn per_ip_media(State(state): State<AppState>, req: Request, next: Nex
     resp
 }
 
-/// Request ids and one log line per request.
-pub async fn request_log(mut req: Request, next: Next) -> Response {
+/// The longest incoming `X-Request-Id` taken as it is.
+pub const MAX_REQUEST_ID: usize = 64;
+
+/// An incoming request id, when sane: 1 to [`MAX_REQUEST_ID`] visible ASCII
+/// characters (no spaces, no control characters), so it is safe in a log
+/// line and a header.
+pub fn sane_request_id(v: &HeaderValue) -> Option<&str> {
+    v.to_str().ok().filter(|v| !v.is_empty() && v.len() <= MAX_REQUEST_ID && v.bytes().all(|b| b.is_ascii_graphic()))
+}
+
+/// Request ids, one log line per request and the request metrics.
+pub async fn request_log(State(state): State<AppState>, mut req: Request, next: Next) -> Response {
     let id = req
         .headers()
         .get("x-request-id")
-        .and_then(|v| v.to_str().ok())
-        .filter(|v| !v.is_empty() && v.len() <= 64 && v.bytes().all(|b| b.is_ascii_graphic()))
+        .and_then(sane_request_id)
         .map(str::to_string)
         .unwrap_or_else(|| crate::store::random_id("req_", 16));
     if let Ok(v) = HeaderValue::from_str(&id) {
         req.headers_mut().insert("x-request-id", v);
     }
-    let route = req.extensions().get::<MatchedPath>().map(|m| m.as_str().to_string()).unwrap_or_else(|| "-".into());
+    let route = req
+        .extensions()
+        .get::<MatchedPath>()
+        .map(|m| m.as_str().to_string())
+        .unwrap_or_else(|| super::metrics::UNMATCHED.into());
     let method = req.method().clone();
     let span =
         tracing::info_span!("request", request_id = %id, %method, route = %route, account = tracing::field::Empty);
@@ -141,8 +156,10 @@ pub async fn request_log(mut req: Request, next: Next) -> Response {
         use tracing::Instrument;
         next.run(req).instrument(span.clone()).await
     };
+    let elapsed = started.elapsed();
+    state.metrics.http_request(&route, &method, resp.status().as_u16(), elapsed);
     let _enter = span.enter();
-    tracing::info!(status = resp.status().as_u16(), ms = started.elapsed().as_millis() as u64, "request");
+    tracing::info!(status = resp.status().as_u16(), ms = elapsed.as_millis() as u64, "request");
     if let Ok(v) = HeaderValue::from_str(&id) {
         resp.headers_mut().insert("x-request-id", v);
     }

@@ -1,7 +1,13 @@
 //! Webhook delivery: a sender task that POSTs due deliveries (signed,
 //! Standard Webhooks) with its own concurrency, so a target that hangs never
 //! blocks a job worker; retried with doubling backoff under the same id.
+//! Messages are rows written with the job's finish (an outbox); a node
+//! claims due ones for the length of an attempt, so with several nodes each
+//! attempt is made by one of them.
+//! Every attempt is counted in the metrics by outcome, and every message
+//! given up.
 
+use super::metrics::WebhookOutcome;
 use super::state::AppState;
 use crate::store::Delivery;
 use std::time::Duration;
@@ -15,7 +21,11 @@ pub async fn webhook_sender(state: AppState) {
         if state.is_stopping() {
             return;
         }
-        let due = state.store.due_deliveries(state.clock.now(), 64).unwrap_or_else(|e| {
+        // Claimed for longer than one attempt can take: no other node sends
+        // them meanwhile, and if this node dies they fall due again.
+        let now = state.clock.now();
+        let hold = now + state.config.webhook_timeout.as_secs() as i64 + 30;
+        let due = state.store.claim_deliveries(now, 64, hold).unwrap_or_else(|e| {
             tracing::error!(error = %e, "could not list webhooks");
             Vec::new()
         });
@@ -44,6 +54,8 @@ async fn deliver(state: &AppState, d: &Delivery) {
     let account = match state.store.account(&d.account_id) {
         Ok(Some(a)) => a,
         _ => {
+            tracing::warn!(webhook = %d.id, job = %d.job_id, "webhook given up: its account is gone");
+            state.metrics.webhook_given_up();
             let _ = state.store.update_delivery(&d.id, "failed", d.attempts, d.next_at, None);
             return;
         }
@@ -63,6 +75,14 @@ async fn deliver(state: &AppState, d: &Delivery) {
         let backoff = state.config.webhook_backoff.as_secs_f64() * 2f64.powi(attempts as i32 - 1);
         ("pending", now + backoff.ceil() as i64)
     };
+    state.metrics.webhook_attempt(match &outcome {
+        _ if ok => WebhookOutcome::Delivered,
+        Ok(_) => WebhookOutcome::Rejected,
+        Err(_) => WebhookOutcome::Unreachable,
+    });
+    if st == "failed" {
+        state.metrics.webhook_given_up();
+    }
     match &outcome {
         Ok(s) => tracing::info!(webhook = %d.id, job = %d.job_id, status = s, attempts, state = st, "webhook attempt"),
         Err(e) => {

@@ -9,10 +9,18 @@
 //! - Workers claim the oldest queued job, run the engine on the blocking
 //!   pool, store the report, finish the row, delete the blob (on every path)
 //!   and, when a `webhook_url` was given, record a delivery.
+//! - A claimed job is leased to its node (`Config::job_lease`); the worker
+//!   renews the lease while the engine runs. When a node dies, its lease
+//!   runs out and another node's worker claims the job again (a takeover);
+//!   a job claimed a fourth time is failed with a refund. The finish (status,
+//!   result, refund, webhook message) is one transaction and only the lease's
+//!   holder can make it, so a job is charged once and reported once
+//!   whichever node finishes it.
 //! - On shutdown a worker lets its running job finish within the grace
-//!   period, else puts it back in the queue. On start, jobs left in
-//!   processing by a crash are queued again, or failed with a refund after
-//!   three attempts; blobs nobody references are deleted once an hour old.
+//!   period, else releases it to the queue. On start, a single-node store's
+//!   jobs left in processing by a crash are queued again at once; blobs
+//!   nobody references are deleted once an hour old (a
+//!   blob store may be shared by nodes still writing theirs).
 //! - Webhooks: the finished JobEnvelope, signed (Standard Webhooks), POSTed
 //!   by a sender task with its own concurrency, so a target that hangs never
 //!   blocks a worker; retried with doubling backoff under the same id.
@@ -25,7 +33,7 @@ use super::metering::insufficient;
 use super::state::AppState;
 use super::work::{JobSpec, Work};
 use crate::error::Error;
-use crate::store::{Charge, Delivery, Job, random_id};
+use crate::store::{Charge, Claimed, Delivery, Finish, Job, random_id};
 use serde_json::{Value, json};
 use std::time::Duration;
 
@@ -80,6 +88,8 @@ pub async fn enqueue(
         webhook_url,
         credits: cost,
         attempts: 0,
+        lease_owner: None,
+        lease_until: None,
         result: None,
         created_at: now,
         updated_at: now,
@@ -90,29 +100,28 @@ pub async fn enqueue(
         Charge::Charged { .. } => {}
         Charge::Insufficient { balance, required } => return Err(insufficient(balance, required).into()),
     }
+    state.metrics.credits_charged(cost);
+    tracing::info!(job = %job.id, kind = %job.kind, credits = cost, "job queued");
     guard.keep();
     state.job_wake.notify_one();
     Ok(envelope(&job))
 }
 
-/// Recovers what a stopped server left behind (called before serving).
+/// Recovers what a stopped server left behind (called before serving). A
+/// single-node store's processing jobs were left by a dead process: they go
+/// back to the queue at once (or fail after three attempts). With a shared
+/// store another node may hold them, so their leases decide instead.
 pub fn recover(state: &AppState) {
+    if state.store.shared() {
+        return;
+    }
     let now = state.clock.now();
     match state.store.interrupted_jobs() {
         Ok(jobs) => {
-            // One listing of the blob folder, not one per job.
-            let present = state.blobs.ids().unwrap_or_default();
             for job in jobs {
-                let input_ok = job.input.as_deref().is_some_and(|b| present.iter().any(|i| i == b));
-                if job.attempts >= MAX_ATTEMPTS || !input_ok {
-                    let why = if input_ok { "the job was interrupted three times" } else { "the job's input was lost" };
-                    tracing::warn!(job = %job.id, why, "failing an interrupted job");
-                    fail(state, &job, Error::internal(why));
-                } else {
-                    tracing::info!(job = %job.id, "queueing an interrupted job again");
-                    if let Err(e) = state.store.requeue_job(&job.id, now) {
-                        tracing::error!(error = %e, "requeue failed");
-                    }
+                tracing::info!(job = %job.id, "queueing an interrupted job again");
+                if let Err(e) = state.store.requeue_job(&job.id, now) {
+                    tracing::error!(error = %e, "requeue failed");
                 }
             }
         }
@@ -134,31 +143,13 @@ pub fn sweep_orphans(state: &AppState) {
     }
 }
 
-/// Finishes a job as failed, refunds it, deletes its input, queues its webhook.
-fn fail(state: &AppState, job: &Job, e: Error) {
-    let now = state.clock.now();
-    if e.code == crate::error::ErrorCode::Internal {
-        tracing::error!(job = %job.id, cause = %e.message, "job failed");
-    }
-    let body = public_envelope(&e).to_string();
-    if let Err(err) = state.store.finish_job(&job.id, "failed", &body, now) {
-        tracing::error!(error = %err, "could not finish a job");
-    }
-    if let Err(err) = state.store.refund(&job.id, "refund: job failed", now) {
-        tracing::error!(error = %err, "refund failed");
-    }
-    if let Some(b) = &job.input {
-        let _ = state.blobs.delete(b);
-    }
-    queue_webhook(state, job, "failed", Some(body));
-}
-
-fn queue_webhook(state: &AppState, job: &Job, status: &str, result: Option<String>) {
-    let Some(url) = &job.webhook_url else { return };
+/// The webhook message of a finished job, when it asked for one.
+fn webhook_message(state: &AppState, job: &Job, status: &str, result: &str) -> Option<Delivery> {
+    let url = job.webhook_url.as_ref()?;
     let mut finished = job.clone();
     finished.status = status.into();
-    finished.result = result;
-    let d = Delivery {
+    finished.result = Some(result.to_string());
+    Some(Delivery {
         id: random_id("msg_", 24),
         job_id: job.id.clone(),
         account_id: job.account_id.clone(),
@@ -167,10 +158,46 @@ fn queue_webhook(state: &AppState, job: &Job, status: &str, result: Option<Strin
         state: "pending".into(),
         attempts: 0,
         next_at: state.clock.now(),
+    })
+}
+
+/// Finishes a job this node holds: status, result, refund (when it failed)
+/// and webhook message in one transaction; then deletes its input. Nothing
+/// happens when the lease was lost to another node (that node finishes it).
+fn finish(state: &AppState, job: &Job, outcome: crate::error::Result<String>) {
+    let (status, body) = match outcome {
+        Ok(body) => ("done", body),
+        Err(e) => {
+            if e.code == crate::error::ErrorCode::Internal {
+                tracing::error!(job = %job.id, cause = %e.message, "job failed");
+            }
+            ("failed", public_envelope(&e).to_string())
+        }
     };
-    match state.store.insert_delivery(&d, state.clock.now()) {
-        Ok(()) => state.webhook_wake.notify_one(),
-        Err(e) => tracing::error!(error = %e, "could not queue a webhook"),
+    let delivery = webhook_message(state, job, status, &body);
+    let fin = Finish {
+        id: &job.id,
+        node: &state.node,
+        status,
+        result: &body,
+        refund: (status == "failed").then_some("refund: job failed"),
+        delivery: delivery.as_ref(),
+        now: state.clock.now(),
+    };
+    match state.store.finish_job(&fin) {
+        Ok(true) => {
+            if fin.refund.is_some() {
+                state.metrics.credits_refunded(job.credits);
+            }
+            if let Some(b) = &job.input {
+                let _ = state.blobs.delete(b);
+            }
+            if delivery.is_some() {
+                state.webhook_wake.notify_one();
+            }
+        }
+        Ok(false) => tracing::warn!(job = %job.id, "the job's lease was lost to another node; its result is dropped"),
+        Err(e) => tracing::error!(job = %job.id, error = %e, "could not finish a job"),
     }
 }
 
@@ -181,11 +208,23 @@ pub async fn worker(state: AppState) {
         if state.is_stopping() {
             return;
         }
-        let claimed = state.store.claim_job(state.clock.now());
+        let now = state.clock.now();
+        let claimed = state.store.claim_job(&state.node, now, now + lease_secs(&state));
         match claimed {
-            Ok(Some(job)) => {
+            Ok(Some(Claimed { job, took_over })) => {
                 use tracing::Instrument;
                 let span = tracing::info_span!("job", job = %job.id);
+                if took_over {
+                    state.metrics.lease_takeover();
+                    tracing::warn!(parent: &span, attempts = job.attempts, "took over a job whose lease ran out");
+                }
+                if job.attempts > MAX_ATTEMPTS {
+                    let _enter = span.enter();
+                    tracing::warn!("failing a job interrupted three times");
+                    finish(&state, &job, Err(Error::internal("the job was interrupted three times")));
+                    continue;
+                }
+                span.in_scope(|| tracing::info!(kind = %job.kind, attempt = job.attempts, "job started"));
                 run_job(&state, job).instrument(span).await
             }
             Ok(None) => {
@@ -203,9 +242,14 @@ pub async fn worker(state: AppState) {
     }
 }
 
+/// The lease in whole seconds (at least 3, so a renewal every third fits).
+fn lease_secs(state: &AppState) -> i64 {
+    (state.config.job_lease.as_secs() as i64).max(3)
+}
+
 async fn run_job(state: &AppState, job: Job) {
     let Some(input) = job.input.clone() else {
-        return fail(state, &job, Error::internal("the job has no input"));
+        return finish(state, &job, Err(Error::internal("the job has no input")));
     };
     let st = state.clone();
     let account_id = job.account_id.clone();
@@ -219,29 +263,33 @@ async fn run_job(state: &AppState, job: Job) {
     });
     tokio::pin!(work);
     let mut stopping = state.stopping.subscribe();
-    let result = tokio::select! {
-        r = &mut work => r,
-        _ = async {
-            let _ = stopping.wait_for(|s| *s).await;
-            tokio::time::sleep(state.config.shutdown_grace).await;
-        } => {
-            tracing::warn!(job = %job_id, "shutdown grace over: the job goes back to the queue");
-            if let Err(e) = state.store.requeue_job(&job_id, state.clock.now()) {
-                tracing::error!(error = %e, "requeue failed");
+    let lease = lease_secs(state);
+    let mut renew = tokio::time::interval(Duration::from_secs((lease / 3) as u64));
+    renew.tick().await;
+    let result = loop {
+        tokio::select! {
+            r = &mut work => break r,
+            _ = renew.tick() => {
+                match state.store.renew_lease(&job_id, &state.node, state.clock.now() + lease) {
+                    Ok(true) => {}
+                    Ok(false) => {
+                        tracing::warn!("the job's lease ran out and another node took it; this run is dropped");
+                        return;
+                    }
+                    Err(e) => tracing::error!(error = %e, "could not renew a job's lease"),
+                }
             }
-            return;
+            _ = async {
+                let _ = stopping.wait_for(|s| *s).await;
+                tokio::time::sleep(state.config.shutdown_grace).await;
+            } => {
+                tracing::warn!(job = %job_id, "shutdown grace over: the job goes back to the queue");
+                if let Err(e) = state.store.release_job(&job_id, &state.node, state.clock.now()) {
+                    tracing::error!(error = %e, "requeue failed");
+                }
+                return;
+            }
         }
     };
-    match result.and_then(|r| r) {
-        Ok(body) => {
-            if let Err(e) = state.store.finish_job(&job.id, "done", &body, state.clock.now()) {
-                tracing::error!(error = %e, "could not finish a job");
-            }
-            if let Some(b) = &job.input {
-                let _ = state.blobs.delete(b);
-            }
-            queue_webhook(state, &job, "done", Some(body));
-        }
-        Err(e) => fail(state, &job, e),
-    }
+    finish(state, &job, result.and_then(|r| r));
 }

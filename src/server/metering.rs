@@ -1,7 +1,8 @@
 //! Metering: a call's charge, taken inside the engine's gate once the input
 //! has passed every check the input alone decides, and refunded when the
 //! call then fails for a reason of ours; what INSUFFICIENT_CREDITS says.
-//! What a call costs is the price list's ([`super::prices`]).
+//! What a call costs is the price list's ([`super::prices`]). The credits
+//! charged and refunded are counted in the metrics.
 
 use super::auth::Caller;
 use super::prices::Call;
@@ -59,6 +60,7 @@ impl Meter {
         )? {
             Charge::Charged { .. } => {
                 self.charged.store(true, std::sync::atomic::Ordering::SeqCst);
+                self.st.metrics.credits_charged(self.cost);
                 Ok(())
             }
             Charge::Insufficient { balance, required } => Err(insufficient(balance, required)),
@@ -70,9 +72,11 @@ impl Meter {
         if let Err(e) = out
             && self.charged.load(std::sync::atomic::Ordering::SeqCst)
             && (is_server_fault(e.code) || also.contains(&e.code))
-            && let Err(r) = self.st.store.refund(&self.reference, "refund: call failed", self.st.clock.now())
         {
-            tracing::error!(error = %r, "refund failed");
+            match self.st.store.refund(&self.reference, "refund: call failed", self.st.clock.now()) {
+                Ok(credits) => self.st.metrics.credits_refunded(credits),
+                Err(r) => tracing::error!(error = %r, "refund failed"),
+            }
         }
     }
 }

@@ -19,6 +19,8 @@
 //! - [`uploads`]: POST /v1/uploads and PUT /v1/uploads/{id}.
 //! - [`jobs`]: the persisted queue, its workers, restart recovery.
 //! - [`deliveries`]: webhook delivery; [`janitor`]: expiry of stored data.
+//! - [`metrics`]: the operators' metrics (`state.metrics`); [`admin`]: the
+//!   admin listener that serves them as `GET /metrics`, apart from the API.
 //! - [`resources`]: GET /v1/jobs/{id}, /v1/reports/{id}, /v1/account.
 //! - [`public`]: /v1/openapi.json, /v1/schema/{name}.json, /llms.txt, /healthz.
 //! - [`fetch`]: the SSRF-guarded HTTP client for `url` and webhooks.
@@ -30,6 +32,7 @@
 //!   [`stripe`] the provider's configuration and calls, [`stripe_signature`]
 //!   its webhook signatures.
 
+pub mod admin;
 pub mod auth;
 pub mod billing;
 pub mod clock;
@@ -45,6 +48,7 @@ pub mod janitor;
 pub mod jobs;
 pub mod media;
 pub mod metering;
+pub mod metrics;
 pub mod openapi;
 pub mod plan;
 pub mod prices;
@@ -99,27 +103,35 @@ pub fn router(state: AppState) -> Router {
         .route("/v1/billing/webhook", post(billing::webhook))
         .fallback(public::not_found)
         .layer(axum::extract::DefaultBodyLimit::disable())
-        .layer(axum::middleware::from_fn(auth::request_log))
+        .layer(axum::middleware::from_fn_with_state(state.clone(), auth::request_log))
         .with_state(state)
 }
 
 /// Serves until `shutdown` completes, with the job workers, the webhook
 /// sender and the janitor running beside the routes. Before accepting work
-/// it recovers what a stopped server left: interrupted jobs go back to the
-/// queue (or fail with a refund after three attempts) and orphaned blobs are
-/// deleted.
+/// it recovers what a stopped server left (a single-node store): interrupted
+/// jobs go back to the queue (failed with a refund when claimed a fourth
+/// time) and orphaned blobs are deleted; with a shared store, leases decide.
 pub async fn serve(
     listener: tokio::net::TcpListener,
     state: AppState,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     jobs::recover(&state);
+    // A shared store tells this node when any node queues a job.
+    let wake = state.clone();
+    if let Err(e) = state.store.listen_jobs(Box::new(move || wake.job_wake.notify_one())) {
+        tracing::error!(error = %e, "cannot listen for queued jobs; workers poll every second");
+    }
+    tracing::info!(node = %state.node, shared = state.store.shared(), janitor = state.config.janitor, "node starting");
     let mut tasks = tokio::task::JoinSet::new();
     for _ in 0..state.config.workers.max(1) {
         tasks.spawn(jobs::worker(state.clone()));
     }
     tasks.spawn(deliveries::webhook_sender(state.clone()));
-    tasks.spawn(janitor::janitor(state.clone()));
+    if state.config.janitor {
+        tasks.spawn(janitor::janitor(state.clone()));
+    }
     let app = router(state.clone()).into_make_service_with_connect_info::<SocketAddr>();
     let stop_state = state.clone();
     let result = axum::serve(listener, app)
@@ -139,23 +151,30 @@ pub async fn serve(
 }
 
 /// Resolves on SIGTERM or Ctrl-C.
-pub async fn shutdown_signal() {
-    let ctrl_c = async {
-        let _ = tokio::signal::ctrl_c().await;
-    };
+pub fn shutdown_signal() -> impl std::future::Future<Output = ()> + Send + 'static {
+    // The handlers are installed here, before the caller announces its
+    // address, so a SIGTERM sent the moment the address is known is a clean
+    // shutdown, not the default action (termination by the signal).
     #[cfg(unix)]
-    let term = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut s) => {
-                s.recv().await;
+    let term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
+    async move {
+        let ctrl_c = async {
+            let _ = tokio::signal::ctrl_c().await;
+        };
+        #[cfg(unix)]
+        let term = async move {
+            match term {
+                Some(mut s) => {
+                    s.recv().await;
+                }
+                None => std::future::pending::<()>().await,
             }
-            Err(_) => std::future::pending::<()>().await,
+        };
+        #[cfg(not(unix))]
+        let term = std::future::pending::<()>();
+        tokio::select! {
+            _ = ctrl_c => {},
+            _ = term => {},
         }
-    };
-    #[cfg(not(unix))]
-    let term = std::future::pending::<()>();
-    tokio::select! {
-        _ = ctrl_c => {},
-        _ = term => {},
     }
 }

@@ -1,12 +1,13 @@
 //! The server's settings ([`Config`]) and the state every handler and
 //! background task shares ([`AppState`]): storage, clock, limiters, the
-//! validator and the drawer.
+//! validator, the drawer and the metrics.
 
 use super::clock::{Clock, SystemClock};
+use super::metrics::Metrics;
 use super::stripe::StripeConfig;
 use super::{fetch, ratelimit};
 use crate::store::blob_store::{self, BlobStores};
-use crate::store::{Blobs, Store, sqlite::SqliteStore};
+use crate::store::{Blobs, Store};
 use crate::validator::Validator;
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -83,6 +84,17 @@ pub struct Config {
     pub demo_per_min: u64,
     /// Largest file the demo accepts.
     pub demo_max_bytes: u64,
+    /// The database: `sqlite:PATH` or `postgres://...` (none: the data
+    /// folder's `meshcheck.sqlite`).
+    pub database: Option<String>,
+    /// How long a claimed job belongs to this node without a renewal; the
+    /// worker renews it every third of this, and another node takes the job
+    /// over once it runs out.
+    pub job_lease: Duration,
+    /// Whether this node runs the scheduled work (retention, expired
+    /// uploads, ran-out leases, orphaned blobs); with several nodes, one at
+    /// a time does, under an advisory lock.
+    pub janitor: bool,
 }
 
 impl Config {
@@ -118,6 +130,9 @@ impl Config {
             media_per_min: 600,
             demo_per_min: 10,
             demo_max_bytes: 4_400_000,
+            database: None,
+            job_lease: Duration::from_secs(30),
+            janitor: true,
         }
     }
 }
@@ -160,6 +175,11 @@ pub struct Inner {
     pub webhook_wake: Notify,
     /// Flips to true when the server is shutting down.
     pub stopping: watch::Sender<bool>,
+    /// Operators' metrics (`state.metrics.lease_takeover()`, ...), served
+    /// on the admin listener.
+    pub metrics: Metrics,
+    /// This process's name in job leases and logs (`node_` + random).
+    pub node: String,
 }
 
 impl std::ops::Deref for AppState {
@@ -193,6 +213,11 @@ impl AppState {
             }
             None => crate::render::Drawer::Local,
         };
+        let pool = match &drawer {
+            crate::render::Drawer::Worker(pool) => Some(pool.clone()),
+            crate::render::Drawer::Local => None,
+        };
+        let metrics = Metrics::new(store.clone(), pool);
         Ok(AppState(Arc::new(Inner {
             engine_slots: Arc::new(Semaphore::new(config.engine_slots.max(1))),
             fetcher: fetch::Fetcher::new(url_policy),
@@ -201,6 +226,8 @@ impl AppState {
             job_wake: Notify::new(),
             webhook_wake: Notify::new(),
             stopping: watch::channel(false).0,
+            metrics,
+            node: crate::store::random_id("node_", 12),
             config,
             store,
             blobs,
@@ -220,10 +247,10 @@ impl AppState {
     pub fn open(config: Config) -> crate::error::Result<AppState> {
         std::fs::create_dir_all(&config.data_dir)
             .map_err(|e| crate::error::Error::internal(format!("cannot create {}: {e}", config.data_dir.display())))?;
-        let store = SqliteStore::open(&config.data_dir.join("meshcheck.sqlite"))?;
+        let store = crate::store::database::open(config.database.as_deref(), &config.data_dir)?;
         let BlobStores { blobs, shots } = blob_store::open(config.blob_store.as_deref(), &config.data_dir)?;
         let validator = Validator::global()?;
-        AppState::with_parts(config, Arc::new(store), blobs, shots, Arc::new(SystemClock::new()), Some(validator))
+        AppState::with_parts(config, store, blobs, shots, Arc::new(SystemClock::new()), Some(validator))
     }
 
     /// Runs `f` on the blocking pool once an engine slot is free, so the
@@ -258,7 +285,28 @@ impl AppState {
                 retry_after_s: 0,
             };
         }
-        self.limiter.take(key, per_min, self.clock.now_ms())
+        let now_ms = self.clock.now_ms();
+        if !self.store.shared() {
+            return self.limiter.take(key, per_min, now_ms);
+        }
+        // Every node draws from the bucket's row. A store that cannot be
+        // reached lets the request through (logged): the limits protect the
+        // service, and the failing store fails the request anyway.
+        let mut decision = None;
+        let taken = self.store.update_bucket(key, &mut |old| {
+            let (b, d) = ratelimit::step(old, per_min, now_ms);
+            decision = Some(d);
+            b
+        });
+        match (taken, decision) {
+            (Ok(()), Some(d)) => d,
+            (outcome, _) => {
+                if let Err(e) = outcome {
+                    tracing::error!(error = %e, "rate limit bucket not readable; request let through");
+                }
+                ratelimit::Decision { allowed: true, limit: per_min, remaining: per_min, reset_s: 0, retry_after_s: 0 }
+            }
+        }
     }
 
     /// Whether a shutdown has begun.

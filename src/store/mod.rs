@@ -13,6 +13,8 @@
 //! moves one blob.
 
 pub mod blob_store;
+pub mod database;
+pub mod postgres;
 pub mod s3;
 pub mod sqlite;
 
@@ -136,6 +138,10 @@ pub struct Job {
     pub credits: i64,
     /// Times a worker has picked it up.
     pub attempts: i64,
+    /// The node holding it while processing.
+    pub lease_owner: Option<String>,
+    /// When that lease runs out, Unix seconds.
+    pub lease_until: Option<i64>,
     /// The report (done) or error envelope (failed), JSON.
     pub result: Option<String>,
     /// Creation time.
@@ -245,20 +251,42 @@ pub trait Store: Send + Sync {
     fn charge_and_queue(&self, job: &Job, allowance: i64, period: i64, reason: &str) -> Result<Charge>;
     /// A job of this account.
     fn job(&self, id: &str, account_id: &str) -> Result<Option<Job>>;
-    /// Takes the oldest queued job (queued to processing, attempts + 1).
-    fn claim_job(&self, now: i64) -> Result<Option<Job>>;
-    /// Finishes a job (done or failed) with its result; drops the input reference.
-    fn finish_job(&self, id: &str, status: &str, result: &str, now: i64) -> Result<()>;
-    /// Puts a processing job back in the queue (shutdown or restart).
-    fn requeue_job(&self, id: &str, now: i64) -> Result<()>;
-    /// Jobs left in processing by a stopped server.
+    /// Takes the oldest job that is queued, or processing under a lease
+    /// that ran out by `now` (a takeover), for `node` until `lease_until`
+    /// (status processing, attempts + 1). Safe when several nodes claim at once.
+    fn claim_job(&self, node: &str, now: i64, lease_until: i64) -> Result<Option<Claimed>>;
+    /// Extends the lease `node` holds on a processing job; false when the
+    /// lease is no longer this node's (it ran out and another node took the job).
+    fn renew_lease(&self, id: &str, node: &str, lease_until: i64) -> Result<bool>;
+    /// Finishes a job `node` holds in one transaction: the status and
+    /// result, the refund (when asked) and the webhook message (the outbox)
+    /// commit together or not at all. False (nothing changed) when the
+    /// lease is no longer this node's.
+    fn finish_job(&self, fin: &Finish<'_>) -> Result<bool>;
+    /// Puts a processing job `node` holds back in the queue (shutdown); whether it did.
+    fn release_job(&self, id: &str, node: &str, now: i64) -> Result<bool>;
+    /// Puts back in the queue every processing job whose lease ran out by
+    /// `now` (its node died, and no worker has claimed it since); their ids.
+    fn release_expired_leases(&self, now: i64) -> Result<Vec<String>>;
+    /// Jobs left in processing (under any lease) by a stopped server.
     fn interrupted_jobs(&self) -> Result<Vec<Job>>;
-    /// Blob ids still needed: inputs of unfinished jobs and stored uploads.
+    /// Puts a processing job back in the queue whatever its lease (restart
+    /// recovery of a single-node store, where no other node can hold it).
+    fn requeue_job(&self, id: &str, now: i64) -> Result<()>;
+    /// How many jobs are in each status (queued, processing, done, failed),
+    /// as (status, count) in status order; a status no job has is left out.
+    /// Read at every metrics scrape, so one cheap aggregate.
+    fn job_counts(&self) -> Result<Vec<(String, i64)>>;
+    /// Blob ids still needed: inputs of unfinished jobs and stored uploads (a
+    /// PUT in progress is protected from sweeps by their age margin instead).
     fn live_blobs(&self) -> Result<Vec<String>>;
     /// Records a webhook message to deliver.
     fn insert_delivery(&self, d: &Delivery, now: i64) -> Result<()>;
-    /// Pending deliveries due by `now`.
-    fn due_deliveries(&self, now: i64, limit: usize) -> Result<Vec<Delivery>>;
+    /// Claims up to `limit` pending deliveries due by `now`: their next
+    /// attempt moves to `hold_until`, so no other node sends them meanwhile,
+    /// and a node that dies while sending leaves them due again then. The
+    /// rows come back as claimed (`next_at` = `hold_until`).
+    fn claim_deliveries(&self, now: i64, limit: usize, hold_until: i64) -> Result<Vec<Delivery>>;
     /// Records an attempt: the new state, attempts, next due time and HTTP status.
     fn update_delivery(&self, id: &str, state: &str, attempts: i64, next_at: i64, status: Option<i64>) -> Result<()>;
     /// Records stored stills (their files are already in the screenshot store).
@@ -288,6 +316,59 @@ pub trait Store: Send + Sync {
     fn account_by_billing(&self, customer_id: Option<&str>, subscription_id: Option<&str>) -> Result<Option<Account>>;
     /// Records a payment-provider event id; false when it was seen before.
     fn first_billing_event(&self, id: &str, kind: &str, now: i64) -> Result<bool>;
+    /// Reads and replaces the token bucket `key` atomically: `update` gets
+    /// its stored state (`None` for a new bucket) and returns the state to
+    /// store. Nodes sharing the store share the bucket.
+    fn update_bucket(&self, key: &str, update: &mut (dyn FnMut(Option<Bucket>) -> Bucket + Send)) -> Result<()>;
+    /// Deletes buckets last touched before `before_ms` (they are full again).
+    fn prune_buckets(&self, before_ms: i64) -> Result<usize>;
+    /// Runs `work` unless another node is running work under the same name
+    /// (a PostgreSQL advisory lock); whether it ran. A single-node store always runs it.
+    fn exclusive(&self, name: &str, work: &mut (dyn FnMut() + Send)) -> Result<bool>;
+    /// Whether several nodes may share this store (then restart recovery is
+    /// left to lease expiry, and limits go through [`Store::update_bucket`]).
+    fn shared(&self) -> bool;
+    /// Calls `wake` whenever any node queues a job (PostgreSQL `LISTEN`), on a
+    /// thread of its own, until the process ends. A single-node store has
+    /// nothing to listen to: the queueing handler wakes its workers directly.
+    fn listen_jobs(&self, wake: Box<dyn Fn() + Send + Sync>) -> Result<()>;
+}
+
+/// A token bucket as stored: `units` (one request is 60,000) at `at_ms`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Bucket {
+    /// Units in the bucket.
+    pub units: i64,
+    /// When they were counted, Unix milliseconds.
+    pub at_ms: i64,
+}
+
+/// A claimed job.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Claimed {
+    /// The job, as processing under this node's lease.
+    pub job: Job,
+    /// Whether it was taken over from a node whose lease ran out.
+    pub took_over: bool,
+}
+
+/// How a job ends ([`Store::finish_job`]).
+#[derive(Debug, Clone)]
+pub struct Finish<'a> {
+    /// The job.
+    pub id: &'a str,
+    /// The node that holds its lease.
+    pub node: &'a str,
+    /// done or failed.
+    pub status: &'a str,
+    /// The report (done) or error envelope (failed), JSON.
+    pub result: &'a str,
+    /// Refund what the job was charged, with this ledger reason.
+    pub refund: Option<&'a str>,
+    /// The webhook message to record with it (the outbox).
+    pub delivery: Option<&'a Delivery>,
+    /// When.
+    pub now: i64,
 }
 
 /// How old an unreferenced blob or still must be before a sweep deletes it,

@@ -7,8 +7,8 @@
 //! one `BEGIN IMMEDIATE` transaction).
 
 use super::{
-    Account, Charge, Delivery, Job, KeyInfo, ReportLookup, Shot, Store, Upload, db_error, key_hash, new_key, random_id,
-    upload_state,
+    Account, Bucket, Charge, Claimed, Delivery, Finish, Job, KeyInfo, ReportLookup, Shot, Store, Upload, db_error,
+    key_hash, new_key, random_id, upload_state,
 };
 use crate::error::{Error, ErrorCode, Result};
 use rusqlite::{Connection, OptionalExtension, Row, params};
@@ -16,8 +16,11 @@ use std::path::Path;
 use std::sync::{Mutex, MutexGuard};
 
 /// The migrations, in order; entry `i` takes the schema to version `i + 1`.
-const MIGRATIONS: &[&str] =
-    &[include_str!("migrations/001_init.sql"), include_str!("migrations/002_media_billing.sql")];
+const MIGRATIONS: &[&str] = &[
+    include_str!("migrations/001_init.sql"),
+    include_str!("migrations/002_media_billing.sql"),
+    include_str!("migrations/003_leases_buckets.sql"),
+];
 
 /// The SQLite store.
 pub struct SqliteStore {
@@ -112,8 +115,7 @@ fn upload_row(r: &Row) -> rusqlite::Result<Upload> {
     })
 }
 
-const JOB_COLS: &str =
-    "id, account_id, kind, status, params, input, webhook_url, credits, attempts, result, created_at, updated_at";
+const JOB_COLS: &str = "id, account_id, kind, status, params, input, webhook_url, credits, attempts, result, created_at, updated_at, lease_owner, lease_until";
 
 fn job_row(r: &Row) -> rusqlite::Result<Job> {
     Ok(Job {
@@ -129,6 +131,8 @@ fn job_row(r: &Row) -> rusqlite::Result<Job> {
         result: r.get(9)?,
         created_at: r.get(10)?,
         updated_at: r.get(11)?,
+        lease_owner: r.get(12)?,
+        lease_until: r.get(13)?,
     })
 }
 
@@ -290,25 +294,9 @@ impl Store for SqliteStore {
     fn refund(&self, reference: &str, reason: &str, now: i64) -> Result<i64> {
         let mut conn = self.conn();
         let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate).map_err(db_error)?;
-        let row: Option<(String, i64, i64)> = tx
-            .query_row(
-                "SELECT account_id, MIN(period), SUM(credits) FROM ledger WHERE reference = ?1 GROUP BY account_id",
-                [reference],
-                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
-            )
-            .optional()
-            .map_err(db_error)?;
-        let Some((account_id, period, outstanding)) = row else { return Ok(0) };
-        if outstanding <= 0 {
-            return Ok(0);
-        }
-        tx.execute(
-            "INSERT INTO ledger (account_id, at, period, credits, reason, reference) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-            params![account_id, now, period, -outstanding, reason, reference],
-        )
-        .map_err(db_error)?;
+        let refunded = refund_in(&tx, reference, reason, now)?;
         tx.commit().map_err(db_error)?;
-        Ok(outstanding)
+        Ok(refunded)
     }
 
     fn ledger(&self, account_id: &str, period: i64) -> Result<Vec<(i64, i64, String, String)>> {
@@ -444,7 +432,7 @@ impl Store for SqliteStore {
         let charged = charge_in(&tx, &job.account_id, job.credits, allowance, period, reason, &job.id, job.created_at)?;
         if let Charge::Charged { .. } = charged {
             tx.execute(
-                &format!("INSERT INTO jobs ({JOB_COLS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)"),
+                &format!("INSERT INTO jobs ({JOB_COLS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, NULL, NULL)"),
                 params![
                     job.id,
                     job.account_id,
@@ -477,44 +465,104 @@ impl Store for SqliteStore {
             .map_err(db_error)
     }
 
-    fn claim_job(&self, now: i64) -> Result<Option<Job>> {
+    fn claim_job(&self, node: &str, now: i64, lease_until: i64) -> Result<Option<Claimed>> {
         let mut conn = self.conn();
         let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate).map_err(db_error)?;
         let job = tx
             .query_row(
-                &format!("SELECT {JOB_COLS} FROM jobs WHERE status = 'queued' ORDER BY created_at, id LIMIT 1"),
-                [],
+                &format!(
+                    "SELECT {JOB_COLS} FROM jobs WHERE status = 'queued' OR (status = 'processing' AND lease_until <= ?1)
+                     ORDER BY created_at, id LIMIT 1"
+                ),
+                [now],
                 job_row,
             )
             .optional()
             .map_err(db_error)?;
         let Some(mut job) = job else { return Ok(None) };
         tx.execute(
-            "UPDATE jobs SET status = 'processing', attempts = attempts + 1, updated_at = ?2 WHERE id = ?1",
-            params![job.id, now],
+            "UPDATE jobs SET status = 'processing', attempts = attempts + 1, updated_at = ?2, lease_owner = ?3, lease_until = ?4 WHERE id = ?1",
+            params![job.id, now, node, lease_until],
         )
         .map_err(db_error)?;
         tx.commit().map_err(db_error)?;
+        let took_over = job.status == "processing";
         job.status = "processing".into();
         job.attempts += 1;
         job.updated_at = now;
-        Ok(Some(job))
+        job.lease_owner = Some(node.into());
+        job.lease_until = Some(lease_until);
+        Ok(Some(Claimed { job, took_over }))
     }
 
-    fn finish_job(&self, id: &str, status: &str, result: &str, now: i64) -> Result<()> {
+    fn renew_lease(&self, id: &str, node: &str, lease_until: i64) -> Result<bool> {
         self.conn()
             .execute(
-                "UPDATE jobs SET status = ?2, result = ?3, input = NULL, updated_at = ?4 WHERE id = ?1",
-                params![id, status, result, now],
+                "UPDATE jobs SET lease_until = ?3 WHERE id = ?1 AND lease_owner = ?2 AND status = 'processing'",
+                params![id, node, lease_until],
             )
-            .map(|_| ())
+            .map(|n| n == 1)
             .map_err(db_error)
+    }
+
+    fn finish_job(&self, fin: &Finish<'_>) -> Result<bool> {
+        let mut conn = self.conn();
+        let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate).map_err(db_error)?;
+        let n = tx
+            .execute(
+                "UPDATE jobs SET status = ?3, result = ?4, input = NULL, updated_at = ?5, lease_owner = NULL, lease_until = NULL
+                 WHERE id = ?1 AND lease_owner = ?2 AND status = 'processing'",
+                params![fin.id, fin.node, fin.status, fin.result, fin.now],
+            )
+            .map_err(db_error)?;
+        if n != 1 {
+            return Ok(false);
+        }
+        if let Some(reason) = fin.refund {
+            refund_in(&tx, fin.id, reason, fin.now)?;
+        }
+        if let Some(d) = fin.delivery {
+            insert_delivery_in(&tx, d, fin.now)?;
+        }
+        tx.commit().map_err(db_error)?;
+        Ok(true)
+    }
+
+    fn release_job(&self, id: &str, node: &str, now: i64) -> Result<bool> {
+        self.conn()
+            .execute(
+                "UPDATE jobs SET status = 'queued', updated_at = ?3, lease_owner = NULL, lease_until = NULL
+                 WHERE id = ?1 AND lease_owner = ?2 AND status = 'processing'",
+                params![id, node, now],
+            )
+            .map(|n| n == 1)
+            .map_err(db_error)
+    }
+
+    fn release_expired_leases(&self, now: i64) -> Result<Vec<String>> {
+        let mut conn = self.conn();
+        let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate).map_err(db_error)?;
+        let ids: Vec<String> = {
+            let mut st = tx
+                .prepare("SELECT id FROM jobs WHERE status = 'processing' AND lease_until <= ?1 ORDER BY created_at")
+                .map_err(db_error)?;
+            st.query_map([now], |r| r.get(0)).map_err(db_error)?.collect::<rusqlite::Result<_>>().map_err(db_error)?
+        };
+        tx.execute(
+            "UPDATE jobs SET status = 'queued', updated_at = ?1, lease_owner = NULL, lease_until = NULL
+             WHERE status = 'processing' AND lease_until <= ?1",
+            [now],
+        )
+        .map_err(db_error)?;
+        tx.commit().map_err(db_error)?;
+        Ok(ids)
     }
 
     fn requeue_job(&self, id: &str, now: i64) -> Result<()> {
         self.conn()
             .execute(
-                "UPDATE jobs SET status = 'queued', updated_at = ?2 WHERE id = ?1 AND status = 'processing'",
+                "UPDATE jobs SET status = 'queued', updated_at = ?2, lease_owner = NULL, lease_until = NULL
+                 WHERE id = ?1 AND status = 'processing'",
                 params![id, now],
             )
             .map(|_| ())
@@ -529,6 +577,16 @@ impl Store for SqliteStore {
         st.query_map([], job_row).map_err(db_error)?.collect::<rusqlite::Result<_>>().map_err(db_error)
     }
 
+    fn job_counts(&self) -> Result<Vec<(String, i64)>> {
+        let conn = self.conn();
+        let mut st =
+            conn.prepare("SELECT status, COUNT(*) FROM jobs GROUP BY status ORDER BY status").map_err(db_error)?;
+        st.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+            .map_err(db_error)?
+            .collect::<rusqlite::Result<_>>()
+            .map_err(db_error)
+    }
+
     fn live_blobs(&self) -> Result<Vec<String>> {
         let conn = self.conn();
         let mut st = conn
@@ -541,27 +599,30 @@ impl Store for SqliteStore {
     }
 
     fn insert_delivery(&self, d: &Delivery, now: i64) -> Result<()> {
-        self.conn()
-            .execute(
-                "INSERT INTO webhook_deliveries (id, job_id, account_id, url, body, state, attempts, next_at, created_at)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
-                params![d.id, d.job_id, d.account_id, d.url, d.body, d.state, d.attempts, d.next_at, now],
-            )
-            .map(|_| ())
-            .map_err(db_error)
+        insert_delivery_in(&self.conn(), d, now)
     }
 
-    fn due_deliveries(&self, now: i64, limit: usize) -> Result<Vec<Delivery>> {
-        let conn = self.conn();
-        let mut st = conn
-            .prepare(&format!(
-                "SELECT {DELIVERY_COLS} FROM webhook_deliveries WHERE state = 'pending' AND next_at <= ?1 ORDER BY next_at LIMIT ?2"
-            ))
-            .map_err(db_error)?;
-        st.query_map(params![now, limit as i64], delivery_row)
-            .map_err(db_error)?
-            .collect::<rusqlite::Result<_>>()
-            .map_err(db_error)
+    fn claim_deliveries(&self, now: i64, limit: usize, hold_until: i64) -> Result<Vec<Delivery>> {
+        let mut conn = self.conn();
+        let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate).map_err(db_error)?;
+        let mut due: Vec<Delivery> = {
+            let mut st = tx
+                .prepare(&format!(
+                    "SELECT {DELIVERY_COLS} FROM webhook_deliveries WHERE state = 'pending' AND next_at <= ?1 ORDER BY next_at LIMIT ?2"
+                ))
+                .map_err(db_error)?;
+            st.query_map(params![now, limit as i64], delivery_row)
+                .map_err(db_error)?
+                .collect::<rusqlite::Result<_>>()
+                .map_err(db_error)?
+        };
+        for d in &mut due {
+            tx.execute("UPDATE webhook_deliveries SET next_at = ?2 WHERE id = ?1", params![d.id, hold_until])
+                .map_err(db_error)?;
+            d.next_at = hold_until;
+        }
+        tx.commit().map_err(db_error)?;
+        Ok(due)
     }
 
     fn update_delivery(&self, id: &str, state: &str, attempts: i64, next_at: i64, status: Option<i64>) -> Result<()> {
@@ -671,6 +732,43 @@ impl Store for SqliteStore {
             .map(|n| n == 1)
             .map_err(db_error)
     }
+
+    fn update_bucket(&self, key: &str, update: &mut (dyn FnMut(Option<Bucket>) -> Bucket + Send)) -> Result<()> {
+        let mut conn = self.conn();
+        let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate).map_err(db_error)?;
+        let old = tx
+            .query_row("SELECT units, at_ms FROM rate_buckets WHERE key = ?1", [key], |r| {
+                Ok(Bucket { units: r.get(0)?, at_ms: r.get(1)? })
+            })
+            .optional()
+            .map_err(db_error)?;
+        let new = update(old);
+        tx.execute(
+            "INSERT INTO rate_buckets (key, units, at_ms) VALUES (?1, ?2, ?3)
+             ON CONFLICT(key) DO UPDATE SET units = excluded.units, at_ms = excluded.at_ms",
+            params![key, new.units, new.at_ms],
+        )
+        .map_err(db_error)?;
+        tx.commit().map_err(db_error)
+    }
+
+    fn prune_buckets(&self, before_ms: i64) -> Result<usize> {
+        self.conn().execute("DELETE FROM rate_buckets WHERE at_ms < ?1", [before_ms]).map_err(db_error)
+    }
+
+    fn exclusive(&self, _name: &str, work: &mut (dyn FnMut() + Send)) -> Result<bool> {
+        // One process owns the file: nothing else can be running the work.
+        work();
+        Ok(true)
+    }
+
+    fn shared(&self) -> bool {
+        false
+    }
+
+    fn listen_jobs(&self, _wake: Box<dyn Fn() + Send + Sync>) -> Result<()> {
+        Ok(())
+    }
 }
 
 /// Charges inside the caller's transaction: a ledger row when the period's
@@ -696,6 +794,38 @@ fn charge_in(
     )
     .map_err(db_error)?;
     Ok(Charge::Charged { balance: balance - credits })
+}
+
+/// Refunds what is still charged under `reference`, inside the caller's transaction.
+fn refund_in(tx: &Connection, reference: &str, reason: &str, now: i64) -> Result<i64> {
+    let row: Option<(String, i64, i64)> = tx
+        .query_row(
+            "SELECT account_id, MIN(period), SUM(credits) FROM ledger WHERE reference = ?1 GROUP BY account_id",
+            [reference],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+        )
+        .optional()
+        .map_err(db_error)?;
+    let Some((account_id, period, outstanding)) = row else { return Ok(0) };
+    if outstanding <= 0 {
+        return Ok(0);
+    }
+    tx.execute(
+        "INSERT INTO ledger (account_id, at, period, credits, reason, reference) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+        params![account_id, now, period, -outstanding, reason, reference],
+    )
+    .map_err(db_error)?;
+    Ok(outstanding)
+}
+
+fn insert_delivery_in(conn: &Connection, d: &Delivery, now: i64) -> Result<()> {
+    conn.execute(
+        "INSERT INTO webhook_deliveries (id, job_id, account_id, url, body, state, attempts, next_at, created_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+        params![d.id, d.job_id, d.account_id, d.url, d.body, d.state, d.attempts, d.next_at, now],
+    )
+    .map(|_| ())
+    .map_err(db_error)
 }
 
 fn used(conn: &Connection, account_id: &str, period: i64) -> Result<i64> {
@@ -770,6 +900,8 @@ mod tests {
             webhook_url: None,
             credits,
             attempts: 0,
+            lease_owner: None,
+            lease_until: None,
             result: None,
             created_at: 10,
             updated_at: 10,

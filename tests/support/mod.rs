@@ -20,6 +20,8 @@
 //! - [`serve_process`] (`serve`): `meshcheck serve` as a child process (its
 //!   address from its log, SIGTERM to stop it) and accounts made with the
 //!   CLI.
+//! - [`postgres`] (`serve`): a throwaway PostgreSQL cluster on a loopback
+//!   port, a fresh database per test.
 //! - [`fakes`] (`serve`): loopback stand-ins on the other end of a
 //!   connection (a webhook receiver, a file host).
 //! - [`s3`] (`serve`): a real S3-protocol server (`s3s-fs`, installed on
@@ -45,6 +47,9 @@ pub mod fakes;
 #[cfg(feature = "serve")]
 pub mod multipart;
 // The benchmarks' (engine, render, soak); the tests use none of it.
+#[cfg(feature = "serve")]
+#[allow(dead_code)]
+pub mod postgres;
 #[allow(dead_code)]
 pub mod procfs;
 // The benchmarks and the example include this module too and use none of it.

@@ -1,6 +1,8 @@
 //! `meshcheck serve` as a child process, the way an operator runs it: the
 //! command on a data folder ([`serve_command`]), started and its address
-//! read from its "meshcheck serve listening" log line ([`start`]), its log
+//! read from its "meshcheck serve listening" log line ([`start`]), the admin
+//! listener's from "meshcheck metrics listening" when it has one
+//! ([`Served::metrics_addr`]), its log
 //! lines on a channel, stopped with SIGTERM ([`Served::stop`]); and accounts
 //! made with `meshcheck accounts create --json` ([`create_account`]). Used by
 //! the tests that drive the binary (tests/faults.rs, tests/serve.rs,
@@ -91,7 +93,7 @@ pub fn start(mut cmd: Command, wait: Duration) -> Result<Served, String> {
     let deadline = Instant::now() + wait;
     let mut early = Vec::new();
     while let Ok(line) = rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
-        let addr = listening(&line);
+        let addr = listening(&line, "meshcheck serve listening");
         early.push(line);
         if let Some(addr) = addr {
             return Ok(Served { child, addr, early, logs: rx });
@@ -102,14 +104,22 @@ pub fn start(mut cmd: Command, wait: Duration) -> Result<Served, String> {
     Err(format!("meshcheck serve did not announce its address within {} s; its log: {early:?}", wait.as_secs()))
 }
 
-/// The address of a "meshcheck serve listening" JSON log line.
-fn listening(line: &str) -> Option<String> {
+/// The address of a JSON log line whose message is `message` ("meshcheck
+/// serve listening", "meshcheck metrics listening").
+fn listening(line: &str, message: &str) -> Option<String> {
     let v: Value = serde_json::from_str(line).ok()?;
     let fields = &v["fields"];
-    (fields["message"] == "meshcheck serve listening").then(|| fields["addr"].as_str().map(String::from))?
+    (fields["message"] == message).then(|| fields["addr"].as_str().map(String::from))?
 }
 
 impl Served {
+    /// Where the admin listener (`--metrics-addr`) serves, from its
+    /// "meshcheck metrics listening" line, logged before the main
+    /// listener's; `None` without one (or once the logs were taken).
+    pub fn metrics_addr(&self) -> Option<String> {
+        self.early.iter().find_map(|l| listening(l, "meshcheck metrics listening"))
+    }
+
     /// The process id.
     pub fn pid(&self) -> i32 {
         self.child.id() as i32
