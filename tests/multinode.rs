@@ -220,6 +220,15 @@ fn a_killed_node_s_jobs_finish_elsewhere_charged_once_and_limits_are_shared() {
         }
     }
     assert_eq!((ok, limited), (10, 10));
+    // `meshcheck keys` and `accounts` reach the shared database too.
+    let out = crate::util::bin().args(["keys", "create", "--account", &acct.id, "--database", &db]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let key = String::from_utf8(out.stdout).unwrap().trim().to_string();
+    let r = http.get(format!("http://{}/v1/account", addrs[survivors[0]])).header("x-api-key", &key).send().unwrap();
+    assert_eq!(r.status(), 200);
+    let out = crate::util::bin().args(["accounts", "list", "--database", &db]).output().unwrap();
+    let listed = String::from_utf8_lossy(&out.stdout);
+    assert!(listed.contains(&acct.id) && listed.contains(&free.id), "{listed}");
     for &i in &survivors {
         assert!(nodes[i].stop(Duration::from_secs(60)).unwrap().success());
     }

@@ -1036,3 +1036,25 @@ fn the_binary_serves_until_sigterm_and_logs_no_secrets() {
     );
     assert!(std::fs::read_dir(tmp.path().join("blobs")).unwrap().next().is_none());
 }
+
+/// `--no-janitor` (Config::janitor false): the node never runs the
+/// scheduled work; with it on, the same expired report is deleted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_without_the_janitor_never_runs_the_scheduled_work() {
+    use meshcheck::server::clock::Clock as _;
+    use meshcheck::store::ReportLookup;
+    for janitor in [false, true] {
+        let s = srv_with(|c| {
+            c.janitor = janitor;
+            c.janitor_every = std::time::Duration::from_millis(50);
+        });
+        s.store.put_report("rpt_x", "acct_a", 0, s.clock.now() + 10, "{}").unwrap();
+        s.clock.advance(20);
+        let run = start(&s).await;
+        tokio::time::sleep(std::time::Duration::from_millis(800)).await;
+        let got = s.store.report("rpt_x", "acct_a").unwrap();
+        run.stop().await;
+        let want = if janitor { ReportLookup::Expired } else { ReportLookup::Found("{}".into()) };
+        assert_eq!(got, want, "janitor {janitor}");
+    }
+}

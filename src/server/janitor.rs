@@ -41,6 +41,7 @@ pub fn janitor_pass(state: &AppState) -> Pass {
     let released = match state.store.release_expired_leases(now) {
         Ok(ids) => {
             for id in &ids {
+                state.metrics.lease_takeover();
                 tracing::warn!(job = %id, "a job's lease ran out: queued again for another node");
             }
             if !ids.is_empty() {
