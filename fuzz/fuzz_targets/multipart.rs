@@ -28,8 +28,7 @@ use axum::http::{Request, header};
 use meshcheck::server::clock::{Clock, SystemClock};
 use meshcheck::server::{self, AppState, Config};
 use meshcheck::store::sqlite::SqliteStore;
-use meshcheck::store::{Blobs, Store};
-use std::io::Write;
+use meshcheck::store::{BlobWriter, Blobs, Store};
 use std::sync::{Arc, LazyLock};
 use tower::ServiceExt;
 
@@ -38,9 +37,21 @@ pub const BOUNDARY: &str = "fuzzboundary";
 /// Blobs that are never kept: with the size limits at 0 none is written.
 struct NoBlobs;
 
+/// A writer that keeps nothing.
+struct Sink;
+
+impl BlobWriter for Sink {
+    fn write_all(&mut self, _bytes: &[u8]) -> std::io::Result<()> {
+        Ok(())
+    }
+    fn finish(self: Box<Self>) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
 impl Blobs for NoBlobs {
-    fn writer(&self, _id: &str) -> std::io::Result<Box<dyn Write + Send>> {
-        Ok(Box::new(std::io::sink()))
+    fn writer(&self, _id: &str) -> std::io::Result<Box<dyn BlobWriter>> {
+        Ok(Box::new(Sink))
     }
     fn read(&self, _id: &str) -> std::io::Result<Vec<u8>> {
         Err(std::io::ErrorKind::NotFound.into())
@@ -49,6 +60,9 @@ impl Blobs for NoBlobs {
         Ok(())
     }
     fn ids(&self) -> std::io::Result<Vec<String>> {
+        Ok(Vec::new())
+    }
+    fn ids_older_than(&self, _unix_secs: i64) -> std::io::Result<Vec<String>> {
         Ok(Vec::new())
     }
 }
