@@ -208,8 +208,11 @@ fn a_killed_node_s_jobs_finish_elsewhere_charged_once_and_limits_are_shared() {
     let mut ok = 0;
     let mut limited = 0;
     for i in 0..20 {
-        let r =
-            http.get(format!("http://{}/v1/account", addrs[1 + i % 2])).header("x-api-key", &free.key).send().unwrap();
+        let r = http
+            .get(format!("http://{}/v1/account", addrs[survivors[i % 2]]))
+            .header("x-api-key", &free.key)
+            .send()
+            .unwrap();
         match r.status().as_u16() {
             200 => ok += 1,
             429 => {
