@@ -13,6 +13,7 @@ use crate::report::{self, CheckResult, EngineInfo, Mode, ProfileInfo, Report, Se
 use crate::validator::{self, Validator};
 #[cfg(feature = "vision")]
 use crate::vision;
+use rayon::prelude::*;
 use serde_json::{Map, Value};
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -176,31 +177,49 @@ pub fn validate_gated(
     #[cfg(not(feature = "render"))]
     let local = false;
     let load_options = asset::LoadOptions { keep_images: renders && local };
-    // The reference validator runs beside the loader, the renderer and the checks.
-    let (loaded, spec) = std::thread::scope(|s| {
-        let handle = validator.as_ref().map(|v| {
+    // After the load: the gate, the stills and the checks.
+    let measure = |a: Asset| {
+        gate()?;
+        #[cfg(feature = "render")]
+        let render = renders.then(|| {
+            let mut req = crate::render::Request::standard(crate::render::DEFAULT_SIZE);
+            req.watermark = opts.watermark.clone();
+            opts.drawer.render(&source, &a, &req).map(|(r, _)| r).map_err(|e| e.message)
+        });
+        #[cfg(not(feature = "render"))]
+        let render: Option<RenderRun> = None;
+        let checks = run_checks(&a, opts, None, render.as_ref());
+        Ok((a, checks, render))
+    };
+    let load = |opened: &asset::Opened| {
+        let start = std::time::Instant::now();
+        let loaded = asset::load_opened_with(opened, load_options);
+        if std::env::var_os(TIMINGS_ENV).is_some() {
+            eprintln!("load {:.1} ms", start.elapsed().as_secs_f64() * 1e3);
+        }
+        loaded
+    };
+    let (loaded, spec) = match validator.as_ref() {
+        // The reference validator runs beside the loader, the renderer and the checks.
+        Some(v) => std::thread::scope(|s| {
             let name = opened.main_name();
             let opened = &opened;
-            s.spawn(move || v.validate(&name, &opened.main, opened.resolver.as_ref()))
-        });
-        let loaded = asset::load_opened_with(&opened, load_options).and_then(|a| {
-            gate()?;
-            #[cfg(feature = "render")]
-            let render = renders.then(|| {
-                let mut req = crate::render::Request::standard(crate::render::DEFAULT_SIZE);
-                req.watermark = opts.watermark.clone();
-                opts.drawer.render(&source, &a, &req).map(|(r, _)| r).map_err(|e| e.message)
-            });
-            #[cfg(not(feature = "render"))]
-            let render: Option<RenderRun> = None;
-            let checks = run_checks(&a, opts, None, render.as_ref());
-            Ok((a, checks, render))
-        });
-        let spec = handle.map(|h| {
-            h.join().unwrap_or_else(|_| Err(validator::Failure::Crashed("the validator thread panicked".into())))
-        });
-        (loaded, spec)
-    });
+            let handle = s.spawn(move || v.validate(&name, &opened.main, opened.resolver.as_ref()));
+            let loaded = load(opened).and_then(measure);
+            let spec = handle
+                .join()
+                .unwrap_or_else(|_| Err(validator::Failure::Crashed("the validator thread panicked".into())));
+            (loaded, Some(spec))
+        }),
+        // Without it, nothing reads the input's bytes after the load (the
+        // asset keeps what the checks measure): they are freed before the
+        // checks build their own arrays, which lowers the peak by the input's size.
+        None => {
+            let loaded = load(&opened);
+            drop(opened);
+            (loaded.and_then(measure), None)
+        }
+    };
     let (asset, mut checks, render) = match loaded {
         Ok(x) => x,
         Err(e) => return Err(with_validator_messages(e, spec.as_ref())),
@@ -245,8 +264,45 @@ pub fn run_checks(
     spec: Option<&SpecRun>,
     render: Option<&RenderRun>,
 ) -> Vec<CheckResult> {
-    CATALOG.iter().map(|def| run_check(def, asset, opts, spec, render)).collect()
+    // What several checks share (the welded world mesh, the degenerate
+    // flags) is built once, before the checks that read it: a check that
+    // found it half-built on a rayon thread could otherwise wait on itself
+    // (a thread that waits in a `par_iter` may pick up another check's
+    // job). The checks that never read it run meanwhile; every check runs
+    // side by side with the others on the thread pool. Results keep catalog
+    // order, whatever the scheduling.
+    let selected = |def: &CheckDef| opts.selection.runs(def.id);
+    let timings = std::env::var_os(TIMINGS_ENV).is_some();
+    let run = |(idx, def): (usize, &&'static CheckDef)| {
+        let start = std::time::Instant::now();
+        let r = run_check(def, asset, opts, spec, render);
+        if timings {
+            eprintln!("check {} {:.1} ms", def.id, start.elapsed().as_secs_f64() * 1e3);
+        }
+        (idx, r)
+    };
+    let (mut results, others): (Indexed, Indexed) = rayon::join(
+        || {
+            let start = std::time::Instant::now();
+            catalog::prepare(&Ctx { asset, profile: &opts.profile, spec, render }, &selected);
+            if timings {
+                eprintln!("shared data (welded world mesh) {:.1} ms", start.elapsed().as_secs_f64() * 1e3);
+            }
+            CATALOG.par_iter().enumerate().filter(|(_, d)| catalog::reads_world(d)).map(run).collect()
+        },
+        || CATALOG.par_iter().enumerate().filter(|(_, d)| !catalog::reads_world(d)).map(run).collect(),
+    );
+    results.extend(others);
+    results.sort_unstable_by_key(|(idx, _)| *idx);
+    results.into_iter().map(|(_, r)| r).collect()
 }
+
+/// Check results with their catalog positions.
+type Indexed = Vec<(usize, CheckResult)>;
+
+/// Set (to anything) to print each check's wall time to stderr: a
+/// developer's aid for finding where the time goes (BENCHMARKS.md).
+pub const TIMINGS_ENV: &str = "MESHCHECK_CHECK_TIMES";
 
 /// Builds the report for a loaded asset without SPEC-001's validator
 /// (SPEC-001, if selected, reports skipped); for benchmarks and tests of the

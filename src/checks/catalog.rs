@@ -8,7 +8,7 @@
 //! their checks by ID (the order the report lists results in), and hands
 //! the profiles what they are checked against (every parameter and ID).
 
-use super::{CheckDef, Family, anm, geo, mat, perf, rnd, spec, top, uv, xfm};
+use super::{CheckDef, Ctx, Family, WELD_TOLERANCE, anm, geo, mat, perf, rnd, spec, top, uv, xfm};
 use crate::error::Result;
 use crate::profile::{BUILTIN_NAMES, Param, Profile, Schema};
 use std::sync::LazyLock;
@@ -32,6 +32,25 @@ pub static CATALOG: LazyLock<Vec<&'static CheckDef>> = LazyLock::new(|| {
     all.sort_by_key(|c| c.id);
     all
 });
+
+/// Builds, once, what several checks share, before the engine runs them
+/// side by side: the welded world mesh and its degenerate-triangle flags,
+/// when a selected GEO or TOP check reads them. (A check that found them
+/// half-built on a thread-pool thread could wait on itself.) A mesh over
+/// the file's geometry budget is not built; its checks then skip, as before.
+pub fn prepare(cx: &Ctx<'_>, selected: &dyn Fn(&CheckDef) -> bool) {
+    if CATALOG.iter().any(|def| reads_world(def) && selected(def))
+        && let Ok(w) = geo::world(cx)
+    {
+        geo::degenerate_flags(w, cx.profile.get(&WELD_TOLERANCE));
+    }
+}
+
+/// Whether a check reads what [`prepare`] builds: the GEO and TOP checks.
+/// The others never touch it, so they may run while it is being built.
+pub fn reads_world(def: &CheckDef) -> bool {
+    geo::FAMILY.checks.iter().chain(top::FAMILY.checks).any(|c| c.id == def.id)
+}
 
 /// What a profile is checked against: every parameter some check reads (in
 /// catalog order, each once) and every check ID.

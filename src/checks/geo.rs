@@ -87,7 +87,7 @@ pub fn open_boundaries(cx: &Ctx<'_>) -> CheckOutput {
         Err(why) => return CheckOutput::Skipped(why),
     };
     let t = &w.topology;
-    let boundary: Vec<u32> = t.boundary_edges().map(|e| t.faces(e)[0].0).collect();
+    let boundary: Vec<u32> = t.boundary_edges().map(|e| t.faces(e)[0].tri()).collect();
     let non_manifold = t.edges.iter().filter(|e| e.count > 2).count() as u64;
     let mut open = BTreeSet::new();
     for &f in &boundary {
@@ -497,9 +497,9 @@ pub fn non_manifold(cx: &Ctx<'_>) -> CheckOutput {
     let mut at_vertex = vec![false; t.vertices.len()];
     vertices.iter().for_each(|&v| at_vertex[v as usize] = true);
     let tris =
-        edges.iter().flat_map(|e| t.faces(e).iter().map(|f| f.0)).chain((0..t.triangles.len() as u32).filter(|&ti| {
-            !t.collapsed[ti as usize] && t.triangles[ti as usize].iter().any(|&v| at_vertex[v as usize])
-        }));
+        edges.iter().flat_map(|e| t.faces(e).iter().map(|f| f.tri())).chain((0..t.triangles.len() as u32).filter(
+            |&ti| !t.collapsed[ti as usize] && t.triangles[ti as usize].iter().any(|&v| at_vertex[v as usize]),
+        ));
     let locations = primitive_pointers(cx, w, tris);
     let (ne, nv) = (edges.len() as u64, vertices.len() as u64);
     let (max_e, max_v) = (cx.profile.get(&MAX_NON_MANIFOLD_EDGES), cx.profile.get(&MAX_NON_MANIFOLD_VERTICES));

@@ -74,7 +74,7 @@ pub fn quad_reconstructibility(cx: &Ctx<'_>) -> CheckOutput {
     // Candidate pairs over manifold, consistently wound edges: (score, edge
     // index); the score is the sum of |cos| of the four corners (0 = square).
     // Edges in parallel; the collected list keeps edge order.
-    let mut candidates: Vec<(f64, u32)> = t
+    let mut candidates: Vec<(u64, u32)> = t
         .edges
         .par_iter()
         .enumerate()
@@ -83,17 +83,17 @@ pub fn quad_reconstructibility(cx: &Ctx<'_>) -> CheckOutput {
                 return None;
             }
             let f = t.faces(e);
-            if f[0].1 == f[1].1 || degenerate[f[0].0 as usize] || degenerate[f[1].0 as usize] {
+            if f[0].forward() == f[1].forward() || degenerate[f[0].tri() as usize] || degenerate[f[1].tri() as usize] {
                 return None;
             }
-            let (n1, n2) = (t.normal(f[0].0), t.normal(f[1].0));
+            let (n1, n2) = (t.normal(f[0].tri()), t.normal(f[1].tri()));
             if dot(n1, n2) < planar {
                 return None;
             }
             let opposite = |tri: u32| -> u32 {
                 *t.triangles[tri as usize].iter().find(|&&v| v != e.a && v != e.b).unwrap_or(&e.a)
             };
-            let (c, d) = (opposite(f[0].0), opposite(f[1].0));
+            let (c, d) = (opposite(f[0].tri()), opposite(f[1].tri()));
             // The quad c, a, d, b: convex when each diagonal separates the other's ends.
             let (a, b, c, d) = (p(e.a), p(e.b), p(c), p(d));
             let n = [n1[0] + n2[0], n1[1] + n2[1], n1[2] + n2[2]];
@@ -103,22 +103,27 @@ pub fn quad_reconstructibility(cx: &Ctx<'_>) -> CheckOutput {
             }
             let corners = [(c, a, d), (a, d, b), (d, b, c), (b, c, a)];
             let mut score = 0.0;
-            let mut ok = true;
             for (prev, at, next) in corners {
                 let cos = cosine(sub(prev, at), sub(next, at)).abs();
-                ok &= cos <= corner;
+                // A corner out of range rejects the pair: the rest are not needed.
+                if cos.is_nan() || cos > corner {
+                    return None;
+                }
                 score += cos;
             }
-            ok.then_some((score, ei as u32))
+            Some((score.to_bits(), ei as u32))
         })
         .collect();
     // Greedy matching, best quads first; ties by edge order (sorted keys), so the result is order-free.
-    candidates.sort_unstable_by(|x, y| x.0.total_cmp(&y.0).then(x.1.cmp(&y.1)));
+    // A score is a sum of absolute values (finite: a NaN corner fails the
+    // corner test), so its bits order as the number does: the pairs sort
+    // as integers, on both cores.
+    candidates.par_sort_unstable();
     let mut paired = vec![false; t.triangles.len()];
     let mut quads = 0u64;
     for (_, ei) in candidates {
         let f = t.faces(&t.edges[ei as usize]);
-        let (x, y) = (f[0].0 as usize, f[1].0 as usize);
+        let (x, y) = (f[0].tri() as usize, f[1].tri() as usize);
         if !paired[x] && !paired[y] {
             paired[x] = true;
             paired[y] = true;
@@ -318,8 +323,8 @@ pub fn hard_edges(cx: &Ctx<'_>) -> CheckOutput {
     let mut hard_faces = Vec::new();
     for e in t.edges.iter().filter(|e| e.count == 2) {
         let f = t.faces(e);
-        let (n1, mut n2) = (t.normal(f[0].0), t.normal(f[1].0));
-        if f[0].1 == f[1].1 {
+        let (n1, mut n2) = (t.normal(f[0].tri()), t.normal(f[1].tri()));
+        if f[0].forward() == f[1].forward() {
             // Inconsistent winding: compare the faces as if wound alike.
             n2 = [-n2[0], -n2[1], -n2[2]];
         }
@@ -329,7 +334,7 @@ pub fn hard_edges(cx: &Ctx<'_>) -> CheckOutput {
         if n1 != [0.0; 3] && n2 != [0.0; 3] && dot(n1, n2) <= hard_cos + 1e-12 {
             hard_len += l;
             hard += 1;
-            hard_faces.push(f[0].0);
+            hard_faces.push(f[0].tri());
         }
     }
     if total_len <= 0.0 {

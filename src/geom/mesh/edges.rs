@@ -34,6 +34,25 @@ pub struct Edge {
     pub count: u32,
 }
 
+/// One face of an edge: a triangle and whether it walks the edge from `a`
+/// to `b`, packed in 4 bytes (triangle << 1 | forward; the edge map holds
+/// fewer than 2^31 triangles).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Face(u32);
+
+impl Face {
+    /// The triangle.
+    #[inline]
+    pub fn tri(self) -> u32 {
+        self.0 >> 1
+    }
+    /// Whether the triangle walks the edge from `a` to `b`.
+    #[inline]
+    pub fn forward(self) -> bool {
+        self.0 & 1 == 1
+    }
+}
+
 /// The welded mesh and everything derived from its edge map.
 #[derive(Debug, Clone, Default)]
 pub struct Topology {
@@ -46,9 +65,8 @@ pub struct Topology {
     pub collapsed: Vec<bool>,
     /// Edges sorted by key.
     pub edges: Vec<Edge>,
-    /// Faces of each edge (see [`Edge::start`]): (triangle, whether the
-    /// triangle walks the edge from `a` to `b`).
-    pub edge_faces: Vec<(u32, bool)>,
+    /// Faces of each edge (see [`Edge::start`]).
+    pub edge_faces: Vec<Face>,
     /// Shell (edge-connected component) of each triangle; `u32::MAX` for collapsed ones.
     pub shell: Vec<u32>,
     /// Number of shells.
@@ -56,8 +74,6 @@ pub struct Topology {
     /// Winding of each triangle relative to the one its shell's walk started
     /// from (0 or 1); meaningful within a shell.
     pub orientation: Vec<u8>,
-    /// Unit normal of each triangle as wound (zero when degenerate).
-    pub normals: Vec<[f64; 3]>,
     /// Manifold patch of each triangle: the triangles one winding walk
     /// reached across manifold edges (`u32::MAX` for collapsed ones). A shell
     /// joined by non-manifold edges holds several patches, whose windings
@@ -120,38 +136,53 @@ impl Topology {
             }
         }
         drop(fill);
-        let mut edges = Vec::with_capacity(bucket.len() / 2);
-        let mut edge_faces = Vec::with_capacity(bucket.len());
-        for lo in 0..nv {
-            let b = &mut bucket[offset[lo] as usize..offset[lo + 1] as usize];
-            b.sort_unstable();
-            let mut i = 0;
-            while i < b.len() {
-                let hi = b[i].0;
-                let start = edge_faces.len();
-                while i < b.len() && b[i].0 == hi {
-                    edge_faces.push((b[i].1 >> 1, b[i].1 & 1 == 1));
-                    i += 1;
-                }
-                edges.push(Edge { a: lo as u32, b: hi, start: start as u32, count: (edge_faces.len() - start) as u32 });
-            }
+        // Buckets are sorted and read in chunks of vertices on the thread
+        // pool. An edge's faces are its bucket entries in order, so an edge
+        // starts at its entries' position: every chunk knows its edges'
+        // starts, and the result is the sequential one.
+        const CHUNK: usize = 4096;
+        let starts: Vec<usize> = (0..nv).step_by(CHUNK).collect();
+        let mut parts = Vec::with_capacity(starts.len());
+        let mut rest = &mut bucket[..];
+        for &s in &starts {
+            let e = (s + CHUNK).min(nv);
+            let (head, tail) = rest.split_at_mut((offset[e] - offset[s]) as usize);
+            parts.push((s, head));
+            rest = tail;
         }
+        parts.into_par_iter().for_each(|(s, part)| {
+            let base = offset[s];
+            for lo in s..(s + CHUNK).min(nv) {
+                part[(offset[lo] - base) as usize..(offset[lo + 1] - base) as usize].sort_unstable();
+            }
+        });
+        let sorted = &bucket[..];
+        let edges: Vec<Edge> = starts
+            .par_iter()
+            .flat_map_iter(|&s| {
+                let mut out = Vec::new();
+                for lo in s..(s + CHUNK).min(nv) {
+                    let (from, to) = (offset[lo] as usize, offset[lo + 1] as usize);
+                    let mut i = from;
+                    while i < to {
+                        let hi = sorted[i].0;
+                        let start = i;
+                        while i < to && sorted[i].0 == hi {
+                            i += 1;
+                        }
+                        out.push(Edge { a: lo as u32, b: hi, start: start as u32, count: (i - start) as u32 });
+                    }
+                }
+                out
+            })
+            .collect();
+        let edge_faces: Vec<Face> = sorted.par_iter().map(|&(_, f)| Face(f)).collect();
         drop(bucket);
         drop(offset);
-        // Shells, winding and normals are independent: they run side by side.
-        let ((shell, shell_count), ((orientation, patch, patch_count), normals)) = rayon::join(
+        // Shells and winding are independent: they run side by side.
+        let ((shell, shell_count), (orientation, patch, patch_count)) = rayon::join(
             || shells(&collapsed, &edges, &edge_faces),
-            || {
-                rayon::join(
-                    || orient(triangles.len(), &collapsed, &edges, &edge_faces),
-                    || {
-                        triangles
-                            .par_iter()
-                            .map(|t| normal(vertices[t[0] as usize], vertices[t[1] as usize], vertices[t[2] as usize]))
-                            .collect::<Vec<_>>()
-                    },
-                )
-            },
+            || orient(triangles.len(), &collapsed, &edges, &edge_faces),
         );
         Topology {
             vertices,
@@ -162,7 +193,6 @@ impl Topology {
             shell,
             shell_count,
             orientation,
-            normals,
             patch,
             patch_count,
             exact_weld: true,
@@ -170,7 +200,7 @@ impl Topology {
     }
 
     /// Faces of an edge.
-    pub fn faces(&self, e: &Edge) -> &[(u32, bool)] {
+    pub fn faces(&self, e: &Edge) -> &[Face] {
         &self.edge_faces[e.start as usize..(e.start + e.count) as usize]
     }
 
@@ -260,8 +290,8 @@ impl Topology {
         let mut uf = UnionFind::new(3 * self.triangles.len());
         for e in self.edges.iter().filter(|e| e.count >= 2) {
             let faces = self.faces(e);
-            let first = faces[0].0;
-            for &(f, _) in &faces[1..] {
+            let first = faces[0].tri();
+            for f in faces[1..].iter().map(|f| f.tri()) {
                 for v in [e.a, e.b] {
                     if uf.union(corner(first, v), corner(f, v)) {
                         fans[v as usize] -= 1;
@@ -290,7 +320,7 @@ impl Topology {
         for e in self.edges.iter().filter(|e| e.count >= 2) {
             let key = edge_key(e.a, e.b);
             third.clear();
-            for &(f, forward) in self.faces(e) {
+            for (f, forward) in self.faces(e).iter().map(|f| (f.tri(), f.forward())) {
                 let t = self.triangles[f as usize];
                 let smallest = edge_key(t[0], t[1]).min(edge_key(t[1], t[2])).min(edge_key(t[2], t[0]));
                 if smallest == key {
@@ -324,22 +354,28 @@ impl Topology {
         out
     }
 
-    /// Unit normal of a triangle (zero for a degenerate one).
+    /// Unit normal of a triangle as wound (zero for a degenerate one).
+    /// Computed on each call, not stored: the few checks that read normals
+    /// read each a couple of times, and a stored array cost 24 bytes per
+    /// triangle for the whole run.
+    #[inline]
     pub fn normal(&self, t: u32) -> [f64; 3] {
-        self.normals[t as usize]
+        let [a, b, c] = self.triangles[t as usize];
+        let v = &self.vertices;
+        normal(v[a as usize], v[b as usize], v[c as usize])
     }
 }
 
 /// Shells: triangles joined across every edge they share (union-find),
 /// labelled in order of their lowest triangle; collapsed triangles get
 /// `u32::MAX`.
-fn shells(collapsed: &[bool], edges: &[Edge], edge_faces: &[(u32, bool)]) -> (Vec<u32>, usize) {
+fn shells(collapsed: &[bool], edges: &[Edge], edge_faces: &[Face]) -> (Vec<u32>, usize) {
     let n = collapsed.len();
     let mut uf = UnionFind::new(n);
     for e in edges {
         let faces = &edge_faces[e.start as usize..(e.start + e.count) as usize];
         for w in faces.windows(2) {
-            uf.union(w[0].0, w[1].0);
+            uf.union(w[0].tri(), w[1].tri());
         }
     }
     let mut shell = vec![u32::MAX; n];
@@ -362,7 +398,7 @@ fn shells(collapsed: &[bool], edges: &[Edge], edge_faces: &[(u32, bool)]) -> (Ve
 /// Orientation bits from a walk over manifold edges: two triangles sharing
 /// an edge agree when they traverse it in opposite directions. Each shell's
 /// walk starts from its lowest-numbered triangle.
-fn orient(n: usize, collapsed: &[bool], edges: &[Edge], edge_faces: &[(u32, bool)]) -> (Vec<u8>, Vec<u32>, usize) {
+fn orient(n: usize, collapsed: &[bool], edges: &[Edge], edge_faces: &[Face]) -> (Vec<u8>, Vec<u32>, usize) {
     // Neighbours across manifold edges, at most three per triangle (its three
     // distinct edges), each packed as neighbour << 1 | same direction; in
     // edge order. Free slots hold NONE.
@@ -370,8 +406,8 @@ fn orient(n: usize, collapsed: &[bool], edges: &[Edge], edge_faces: &[(u32, bool
     let mut nbr = vec![[NONE; 3]; n];
     for e in edges.iter().filter(|e| e.count == 2) {
         let f = &edge_faces[e.start as usize..e.start as usize + 2];
-        let same = u32::from(f[0].1 == f[1].1);
-        for (x, y) in [(f[0].0, f[1].0), (f[1].0, f[0].0)] {
+        let same = u32::from(f[0].forward() == f[1].forward());
+        for (x, y) in [(f[0].tri(), f[1].tri()), (f[1].tri(), f[0].tri())] {
             let slots = &mut nbr[x as usize];
             if let Some(s) = slots.iter_mut().find(|s| **s == NONE) {
                 *s = (y << 1) | same;

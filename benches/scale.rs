@@ -1,0 +1,267 @@
+//! Memory and throughput by input size (issue 22, point 1): generated GLBs
+//! from about 1 MB to the service's 250 MB ceiling, each a UV sphere with
+//! normals and one UV set (the shape of a scanned or CAD export: positions,
+//! normals, UVs and 32-bit indices, about 28 bytes a triangle, so 250 MB is
+//! about 9M triangles).
+//!
+//! For every size, in one run:
+//! 1. **CLI**: `meshcheck validate FILE --format json --skip SPEC-001` (every
+//!    check but the Node validator, one process): wall time, triangles per
+//!    second, and peak resident memory as the kernel reports it for the
+//!    process (`wait4`'s `ru_maxrss`), against 3 x the file's size.
+//! 2. **Peer**: the Khronos glTF-Validator alone in Node on the same file
+//!    (`benches/validator_direct.js`), timed and measured the same way.
+//! 3. **serve, async path**: one `meshcheck serve` process (release binary,
+//!    SQLite, a temporary data folder); each file is uploaded
+//!    (`POST /v1/uploads`, `PUT`), queued (`POST /v1/validate {"blob_id"}`,
+//!    202) and polled to done. The server's peak (`VmHWM`, reset through
+//!    `/proc/PID/clear_refs` before each job) is its own process: SPEC-001's
+//!    Node validator is a child, reported in its own column.
+//!
+//! ```sh
+//! cargo bench --bench scale
+//! MESHCHECK_BENCH_SIZES_MB=1,32,250 MESHCHECK_BENCH_RUNS=3 cargo bench --bench scale
+//! ```
+//!
+//! MB here is 10^6 bytes, as the service's limit is written. Needs Node and
+//! the validator (`npm ci`) for the peer and for serve's SPEC-001.
+
+#[path = "../tests/support/mod.rs"]
+#[allow(dead_code, unused_imports)]
+mod support;
+
+use serde_json::{Value, json};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+use support::serve_process::{create_account, serve_command, start};
+use support::testkit::{Doc, sphere};
+
+/// Peak memory target: this many times the input's size.
+const TARGET_FACTOR: f64 = 3.0;
+/// Bytes in the service's MB.
+const MB: f64 = 1e6;
+
+fn env_list(name: &str, default: &[f64]) -> Vec<f64> {
+    std::env::var(name)
+        .ok()
+        .map(|v| v.split(',').filter_map(|x| x.trim().parse().ok()).collect())
+        .unwrap_or_else(|| default.to_vec())
+}
+
+/// A sphere of about `mb` MB: `rings` x `2 rings` quads, two triangles each.
+fn generate(dir: &Path, mb: f64) -> (PathBuf, u64, u64) {
+    // About 28 bytes a triangle (12 of indices, 16 of vertex data at two
+    // triangles a vertex); 2 % under, so 250 stays under the service's limit.
+    let tris = (0.98 * mb * MB / 28.0).max(100.0);
+    let rings = ((tris / 4.0).sqrt().round() as u32).max(4);
+    let path = dir.join(format!("sphere_{mb}mb.glb"));
+    let glb = Doc::single(sphere(2 * rings, rings, 1.0)).to_glb();
+    std::fs::write(&path, &glb).unwrap();
+    let triangles = 4 * rings as u64 * rings as u64 - 2 * 2 * rings as u64;
+    (path, glb.len() as u64, triangles)
+}
+
+/// Runs `cmd` to its end: wall time, exit status and the child's peak
+/// resident memory in bytes (`ru_maxrss`, exact, no polling).
+// The child is reaped by `wait4` below, which `std` cannot see.
+#[allow(clippy::zombie_processes)]
+fn measured(mut cmd: Command) -> (Duration, i32, u64) {
+    let start = Instant::now();
+    let child = cmd.stdout(Stdio::null()).stderr(Stdio::null()).spawn().expect("spawn");
+    let mut status = 0;
+    // SAFETY: an all-zero rusage is a valid value for wait4 to fill in.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: waits for our own child, writing into locals we own.
+    let r = unsafe { libc::wait4(child.id() as libc::pid_t, &mut status, 0, &mut usage) };
+    let wall = start.elapsed();
+    assert!(r > 0, "wait4 failed");
+    let code = if libc::WIFEXITED(status) { libc::WEXITSTATUS(status) } else { -1 };
+    (wall, code, usage.ru_maxrss as u64 * 1024)
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+struct Row {
+    mb: f64,
+    bytes: u64,
+    triangles: u64,
+    cli_s: f64,
+    cli_peak: u64,
+    peer_s: f64,
+    peer_peak: u64,
+    serve: Option<(f64, u64, u64)>,
+}
+
+fn main() {
+    let sizes = env_list("MESHCHECK_BENCH_SIZES_MB", &[1.0, 8.0, 32.0, 64.0, 128.0, 250.0]);
+    let runs = std::env::var("MESHCHECK_BENCH_RUNS").ok().and_then(|v| v.parse().ok()).unwrap_or(3usize).max(1);
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let exe = PathBuf::from(env!("CARGO_BIN_EXE_meshcheck"));
+    let validator = std::env::var("MESHCHECK_GLTF_VALIDATOR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|_| root.join("node_modules/gltf-validator"));
+    let dir = std::env::temp_dir().join("meshcheck-bench/scale");
+    std::fs::create_dir_all(&dir).unwrap();
+
+    let tmp = tempfile::tempdir().unwrap();
+    let account = create_account(tmp.path(), "scale", &[]).expect("account");
+    let mut served = start(serve_command(tmp.path()), Duration::from_secs(60)).expect("serve");
+    let base = format!("http://{}", served.addr);
+    let http = reqwest::blocking::Client::builder().timeout(Duration::from_secs(900)).build().unwrap();
+
+    let mut rows = Vec::new();
+    for &mb in &sizes {
+        eprintln!("scale: generating {mb} MB");
+        let (path, bytes, triangles) = generate(&dir, mb);
+        let mut cli = Vec::new();
+        let mut cli_peak = 0;
+        let mut peer = Vec::new();
+        let mut peer_peak = 0;
+        for run in 0..runs {
+            eprintln!("scale: {mb} MB run {}", run + 1);
+            let mut cmd = Command::new(&exe);
+            cmd.args(["validate", "--format", "json", "--skip", "SPEC-001"]).arg(&path);
+            let (wall, code, peak) = measured(cmd);
+            assert!(code == 0 || code == 1, "meshcheck exited {code} on {}", path.display());
+            cli.push(wall.as_secs_f64());
+            cli_peak = cli_peak.max(peak);
+            let mut cmd = Command::new("node");
+            cmd.arg(root.join("benches/validator_direct.js")).arg(&path).env("MESHCHECK_GLTF_VALIDATOR", &validator);
+            let (wall, code, peak) = measured(cmd);
+            assert_eq!(code, 0, "the bare validator failed on {}", path.display());
+            peer.push(wall.as_secs_f64());
+            peer_peak = peer_peak.max(peak);
+        }
+        let serve = serve_async(&http, &base, &account.key, served.pid(), &path);
+        rows.push(Row { mb, bytes, triangles, cli_s: median(cli), cli_peak, peer_s: median(peer), peer_peak, serve });
+        let _ = std::fs::remove_file(&path);
+    }
+    let _ = served.stop(Duration::from_secs(30));
+    print(&rows, runs);
+}
+
+/// One file through serve's async path: seconds from queueing to done, the
+/// server's peak and the peak of its Node children (bytes), or `None` when
+/// the job did not finish.
+fn serve_async(
+    http: &reqwest::blocking::Client,
+    base: &str,
+    key: &str,
+    pid: i32,
+    path: &Path,
+) -> Option<(f64, u64, u64)> {
+    let up: Value = http.post(format!("{base}/v1/uploads")).header("x-api-key", key).send().ok()?.json().ok()?;
+    let file = std::fs::File::open(path).ok()?;
+    let put = http.put(up["upload_url"].as_str()?).header("x-api-key", key).body(file).send().ok()?;
+    if !put.status().is_success() {
+        eprintln!("scale: PUT answered {}", put.status());
+        return None;
+    }
+    // Reset the peak of the server and of its children (the validator pool).
+    let pids = support::procfs::tree(pid as u32);
+    for p in &pids {
+        let _ = std::fs::write(format!("/proc/{p}/clear_refs"), "5");
+    }
+    let started = Instant::now();
+    let r = http
+        .post(format!("{base}/v1/validate"))
+        .header("x-api-key", key)
+        .json(&json!({"blob_id": up["blob_id"], "mode": "checks_only"}))
+        .send()
+        .ok()?;
+    let status = r.status();
+    let body: Value = r.json().ok()?;
+    let poll = match status.as_u16() {
+        202 => body["poll"].as_str()?.to_string(),
+        200 => return Some((started.elapsed().as_secs_f64(), peak(pid as u32), children_peak(pid as u32))),
+        s => {
+            eprintln!("scale: validate answered {s}: {body}");
+            return None;
+        }
+    };
+    let (mut server, mut kids) = (0u64, 0u64);
+    loop {
+        server = server.max(peak(pid as u32));
+        kids = kids.max(children_peak(pid as u32));
+        let job: Value = http.get(format!("{base}{poll}")).header("x-api-key", key).send().ok()?.json().ok()?;
+        match job["status"].as_str() {
+            Some("done") => break,
+            Some("failed") => {
+                eprintln!("scale: job failed: {job}");
+                return None;
+            }
+            _ => std::thread::sleep(Duration::from_millis(20)),
+        }
+    }
+    let secs = started.elapsed().as_secs_f64();
+    Some((secs, server.max(peak(pid as u32)), kids.max(children_peak(pid as u32))))
+}
+
+fn peak(pid: u32) -> u64 {
+    support::procfs::status(pid).and_then(|s| s.kb("VmHWM")).unwrap_or(0) * 1024
+}
+
+fn children_peak(pid: u32) -> u64 {
+    support::procfs::descendants(pid).into_iter().map(peak).sum()
+}
+
+fn print(rows: &[Row], runs: usize) {
+    let mbs = |b: u64| format!("{:.1}", b as f64 / MB);
+    let ratio = |peak: u64, size: u64| peak as f64 / size as f64;
+    let verdict = |r: f64| if r <= TARGET_FACTOR { "PASS" } else { "MISS" };
+    println!(
+        "Median of {runs} runs (wall); peak = largest of the runs. MB = 10^6 bytes. Target: peak <= {TARGET_FACTOR} x file size.\n"
+    );
+    println!(
+        "| file | size (MB) | triangles | meshcheck (s) | meshcheck Mtris/s | meshcheck peak (MB) | peak / size | target | validator alone (s) | validator Mtris/s | validator peak (MB) | validator peak / size |"
+    );
+    println!("|---|--:|--:|--:|--:|--:|--:|---|--:|--:|--:|--:|");
+    for r in rows {
+        let cr = ratio(r.cli_peak, r.bytes);
+        println!(
+            "| sphere {} MB | {} | {} | {:.3} | {:.2} | {} | {:.2} | {} | {:.3} | {:.2} | {} | {:.2} |",
+            r.mb,
+            mbs(r.bytes),
+            r.triangles,
+            r.cli_s,
+            r.triangles as f64 / r.cli_s / 1e6,
+            mbs(r.cli_peak),
+            cr,
+            verdict(cr),
+            r.peer_s,
+            r.triangles as f64 / r.peer_s / 1e6,
+            mbs(r.peer_peak),
+            ratio(r.peer_peak, r.bytes),
+        );
+    }
+    println!(
+        "\nserve, async path (upload, `POST /v1/validate {{\"blob_id\"}}`, poll to done; every check, SPEC-001 included):\n"
+    );
+    println!(
+        "| file | size (MB) | queued to done (s) | Mtris/s | server peak (MB) | server peak / size | target | validator children peak (MB) |"
+    );
+    println!("|---|--:|--:|--:|--:|--:|---|--:|");
+    for r in rows {
+        match r.serve {
+            Some((s, server, kids)) => {
+                let sr = ratio(server, r.bytes);
+                println!(
+                    "| sphere {} MB | {} | {:.2} | {:.2} | {} | {:.2} | {} | {} |",
+                    r.mb,
+                    mbs(r.bytes),
+                    s,
+                    r.triangles as f64 / s / 1e6,
+                    mbs(server),
+                    sr,
+                    verdict(sr),
+                    mbs(kids)
+                );
+            }
+            None => println!("| sphere {} MB | {} | failed | - | - | - | MISS | - |", r.mb, mbs(r.bytes)),
+        }
+    }
+}
