@@ -39,6 +39,9 @@
 //! # stills are drawn in a render worker process, as `meshcheck serve` does;
 //! # MESHCHECK_BENCH_RENDER=in-process draws in the server instead
 //! # MESHCHECK_BENCH_FULL_REQUESTS=N (default 24), MESHCHECK_BENCH_FULL_CLIENTS=N (default 4)
+//! # MESHCHECK_BENCH_RENDER_WORKERS=1,2: the full case once per worker count, each on a
+//! # fresh server (the breakdown with the first only), then a table side by side;
+//! # each worker gets LP_NUM_THREADS = cores / workers unless LP_NUM_THREADS is set
 //! ```
 //!
 //! Prints markdown on stdout (the tables in BENCHMARKS.md), progress on
@@ -596,7 +599,7 @@ fn breakdown(state: &AppState, name: &str, zip: &[u8]) -> Vec<String> {
 }
 
 /// The full-mode case: returns the markdown it prints.
-async fn full_case(state: &AppState, base: &str, machine: &str) -> Vec<String> {
+async fn full_case(state: &AppState, base: &str, machine: &str, with_breakdown: bool) -> (Vec<String>, Vec<FullRow>) {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     let path = root.join("../shared/assets/models/khronos-sample-models/FlightHelmet.zip");
     let zip = std::fs::read(&path).unwrap_or_else(|e| fail(format!("{}: {e}", path.display())));
@@ -655,17 +658,20 @@ async fn full_case(state: &AppState, base: &str, machine: &str) -> Vec<String> {
         );
     }
 
-    eprintln!("{name}: in-process breakdown ...");
-    let st = state.clone();
-    let z = zip.clone();
-    let rss_before = rss_mb();
-    let mut out = tokio::task::spawn_blocking(move || breakdown(&st, name, &z))
-        .await
-        .unwrap_or_else(|e| fail(format!("breakdown task failed: {e}")));
-    out.push(format!(
-        "Process RSS (server, load generator and in-process runs together): {rss_before:.0} MB after the two sanity requests, {:.0} MB after the breakdown.\n",
-        rss_mb()
-    ));
+    let mut out = Vec::new();
+    if with_breakdown {
+        eprintln!("{name}: in-process breakdown ...");
+        let st = state.clone();
+        let z = zip.clone();
+        let rss_before = rss_mb();
+        out = tokio::task::spawn_blocking(move || breakdown(&st, name, &z))
+            .await
+            .unwrap_or_else(|e| fail(format!("breakdown task failed: {e}")));
+        out.push(format!(
+            "Process RSS (server, load generator and in-process runs together): {rss_before:.0} MB after the two sanity requests, {:.0} MB after the breakdown.\n",
+            rss_mb()
+        ));
+    }
 
     let mut rows = Vec::new();
     eprintln!("{name}: warm-up ({FULL_WARMUP} requests, one client) ...");
@@ -729,7 +735,48 @@ async fn full_case(state: &AppState, base: &str, machine: &str) -> Vec<String> {
             if pass { "PASS" } else { "FAIL" }
         ));
     }
-    md
+    (md, rows)
+}
+
+/// How one configuration of the full case drew: its worker count and
+/// llvmpipe threads per worker, in words.
+fn render_setup(state: &AppState) -> String {
+    match &state.drawer {
+        meshcheck::render::Drawer::Local => "in process".into(),
+        meshcheck::render::Drawer::Worker(p) => format!("{} worker{}", p.size(), if p.size() == 1 { "" } else { "s" }),
+    }
+}
+
+/// llvmpipe's threads per worker for a pool of `workers`, in words.
+fn lp_threads(state: &AppState) -> String {
+    let cores = meshcheck::render::worker::cores();
+    let workers = match &state.drawer {
+        meshcheck::render::Drawer::Worker(p) => p.size(),
+        meshcheck::render::Drawer::Local => 1,
+    };
+    match std::env::var("LP_NUM_THREADS") {
+        Ok(v) => format!("{v} (LP_NUM_THREADS set)"),
+        Err(_) => match meshcheck::render::worker::threads_per_worker(workers, cores) {
+            Some(n) => format!("{n} (cores / workers)"),
+            None => format!("{cores} (llvmpipe default: every core)"),
+        },
+    }
+}
+
+/// The render configurations to compare: MESHCHECK_BENCH_RENDER_WORKERS,
+/// a comma-separated list of worker counts (for example `1,2`), each run
+/// on a fresh server; without it, the server's default alone.
+fn worker_counts() -> Vec<Option<usize>> {
+    match std::env::var("MESHCHECK_BENCH_RENDER_WORKERS") {
+        Err(_) => vec![None],
+        Ok(list) => list
+            .split(',')
+            .map(|n| match n.trim().parse::<usize>() {
+                Ok(n) if n >= 1 => Some(n),
+                _ => fail(format!("MESHCHECK_BENCH_RENDER_WORKERS must list worker counts of 1 or more, got {list:?}")),
+            })
+            .collect(),
+    }
 }
 
 /// The load case (checks_only, Box.glb and the 1 MB sphere at 8 and 32 clients).
@@ -820,59 +867,103 @@ fn main() {
         None
     };
 
-    let tmp = tempfile::tempdir().unwrap_or_else(|e| fail(format!("temp dir: {e}")));
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .unwrap_or_else(|e| fail(format!("tokio runtime: {e}")));
-    rt.block_on(async {
-        let listener =
-            tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap_or_else(|e| fail(format!("bind: {e}")));
-        let addr = listener.local_addr().unwrap_or_else(|e| fail(format!("local addr: {e}")));
-        let base_url = format!("http://{addr}");
-        let mut config = Config::new(tmp.path().to_path_buf(), &base_url);
-        if let Some(n) = std::env::var("MESHCHECK_BENCH_SLOTS").ok().and_then(|v| v.parse().ok()) {
-            config.engine_slots = n;
-        }
-        // Draw as `meshcheck serve` does: in a replaceable worker process,
-        // unless MESHCHECK_BENCH_RENDER=in-process.
-        if std::env::var("MESHCHECK_BENCH_RENDER").as_deref() != Ok("in-process") {
-            let exe = std::path::PathBuf::from(env!("CARGO_BIN_EXE_meshcheck"));
-            config.render_worker = Some((exe, meshcheck::render::worker::Limits::default()));
-        }
-        let (workers, slots) = (config.workers, config.engine_slots);
-        let state = AppState::open(config).unwrap_or_else(|e| fail(format!("AppState::open: {}", e.message)));
-        let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-        let server = tokio::spawn(server::serve(listener, state.clone(), async move {
-            let _ = stop_rx.await;
-        }));
+    let counts = worker_counts();
+    let mut compared: Vec<(String, String, Vec<FullRow>)> = Vec::new();
+    for (i, workers) in counts.iter().enumerate() {
+        let (run_load, with_breakdown) = (run_load && i == 0, i == 0);
+        let tmp = tempfile::tempdir().unwrap_or_else(|e| fail(format!("temp dir: {e}")));
+        rt.block_on(async {
+            let listener =
+                tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap_or_else(|e| fail(format!("bind: {e}")));
+            let addr = listener.local_addr().unwrap_or_else(|e| fail(format!("local addr: {e}")));
+            let base_url = format!("http://{addr}");
+            let mut config = Config::new(tmp.path().to_path_buf(), &base_url);
+            if let Some(n) = std::env::var("MESHCHECK_BENCH_SLOTS").ok().and_then(|v| v.parse().ok()) {
+                config.engine_slots = n;
+            }
+            // Draw as `meshcheck serve` does: in replaceable worker processes
+            // (MESHCHECK_BENCH_RENDER_WORKERS of them, else the default),
+            // unless MESHCHECK_BENCH_RENDER=in-process.
+            if std::env::var("MESHCHECK_BENCH_RENDER").as_deref() != Ok("in-process") {
+                let exe = std::path::PathBuf::from(env!("CARGO_BIN_EXE_meshcheck"));
+                config.render_worker = Some((exe, meshcheck::render::worker::Limits::default()));
+            }
+            if let Some(n) = workers {
+                config.render_workers = *n;
+            }
+            let (job_workers, slots) = (config.workers, config.engine_slots);
+            let state = AppState::open(config).unwrap_or_else(|e| fail(format!("AppState::open: {}", e.message)));
+            let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+            let server = tokio::spawn(server::serve(listener, state.clone(), async move {
+                let _ = stop_rx.await;
+            }));
 
-        let nproc = shell("nproc", &[]).unwrap_or_else(|| "?".into());
-        let commit = shell("git", &["rev-parse", "--short", "HEAD"]).unwrap_or_else(|| "?".into());
-        let dirty = shell("git", &["status", "--porcelain", "--untracked-files=no"]).is_some_and(|s| !s.is_empty());
-        let machine = format!(
-            "Machine: {nproc} CPUs (nproc); commit {commit}{}; server in process on {addr}: {workers} job workers, {slots} engine slots, warm validator pool.",
-            if dirty { " (with uncommitted changes)" } else { "" }
-        );
-        if run_load {
-            load_case(&state, &base_url, &machine).await;
-        }
-        if run_full {
-            let md = full_case(&state, &base_url, &machine).await;
+            let nproc = shell("nproc", &[]).unwrap_or_else(|| "?".into());
+            let commit = shell("git", &["rev-parse", "--short", "HEAD"]).unwrap_or_else(|| "?".into());
+            let dirty =
+                shell("git", &["status", "--porcelain", "--untracked-files=no"]).is_some_and(|s| !s.is_empty());
+            let (setup, threads) = (render_setup(&state), lp_threads(&state));
+            let machine = format!(
+                "Machine: {nproc} CPUs (nproc); commit {commit}{}; server in process on {addr}: {job_workers} job workers, {slots} engine slots, warm validator pool; stills drawn {}{}.",
+                if dirty { " (with uncommitted changes)" } else { "" },
+                if setup == "in process" { setup.clone() } else { format!("by {setup}") },
+                if setup == "in process" { String::new() } else { format!(", llvmpipe threads per worker: {threads}") },
+            );
             if run_load {
-                println!();
+                load_case(&state, &base_url, &machine).await;
             }
-            for line in md {
-                println!("{line}");
+            if run_full {
+                eprintln!("full case: stills drawn {setup}, llvmpipe threads per worker {threads}");
+                let (md, rows) = full_case(&state, &base_url, &machine, with_breakdown).await;
+                if run_load || i > 0 {
+                    println!();
+                }
+                for line in md {
+                    println!("{line}");
+                }
+                compared.push((setup, threads, rows));
             }
-        }
 
-        let _ = stop_tx.send(());
-        match tokio::time::timeout(Duration::from_secs(40), server).await {
-            Ok(Ok(Ok(()))) => {}
-            Ok(Ok(Err(e))) => eprintln!("server stopped with an error: {e}"),
-            Ok(Err(e)) => eprintln!("server task failed: {e}"),
-            Err(_) => eprintln!("server did not stop within 40 s"),
+            let _ = stop_tx.send(());
+            match tokio::time::timeout(Duration::from_secs(40), server).await {
+                Ok(Ok(Ok(()))) => {}
+                Ok(Ok(Err(e))) => eprintln!("server stopped with an error: {e}"),
+                Ok(Err(e)) => eprintln!("server task failed: {e}"),
+                Err(_) => eprintln!("server did not stop within 40 s"),
+            }
+        });
+    }
+    if compared.len() > 1 {
+        println!("\nThe configurations side by side (same run, same asset; end to end, seconds):\n");
+        println!(
+            "| render | llvmpipe threads per worker | sequential p50 / max | req/min | clients | screenshots false: p50 / p95 / p99 / max | req/min | screenshots true: p50 / p95 / p99 / max | req/min | errors |"
+        );
+        println!("|---|---|---|--:|--:|---|--:|---|--:|--:|");
+        for (setup, threads, rows) in &compared {
+            let find = |p: &str| rows.iter().find(|r| r.label.starts_with(p));
+            let cell = |r: Option<&FullRow>| {
+                r.map_or(("-".to_string(), "-".to_string()), |r| {
+                    (r.total.secs(), format!("{:.1}", r.requests as f64 / r.wall_s * 60.0))
+                })
+            };
+            let seq = find("sequential");
+            let (no, yes) = (
+                rows.iter().find(|r| r.label.ends_with("screenshots false") && r.clients > 1),
+                rows.iter().find(|r| r.label.ends_with("screenshots true")),
+            );
+            let seq_cell =
+                seq.map_or("-".to_string(), |r| format!("{:.2} / {:.2}", r.total.p50 / 1e3, r.total.max / 1e3));
+            let ((no_s, no_t), (yes_s, yes_t)) = (cell(no), cell(yes));
+            println!(
+                "| {setup} | {threads} | {seq_cell} | {} | {} | {no_s} | {no_t} | {yes_s} | {yes_t} | {} |",
+                cell(seq).1,
+                no.map_or(0, |r| r.clients),
+                rows.iter().map(|r| r.errors).sum::<usize>()
+            );
         }
-    });
+    }
 }

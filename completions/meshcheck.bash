@@ -961,7 +961,7 @@ _meshcheck() {
             return 0
             ;;
         meshcheck__subcmd__serve)
-            opts="-h -V --addr --data-dir --blob-store --base-url --allow-private-targets --fetch-allow-hosts --workers --no-rate-limits --render-in-process --log-format --metrics-addr --database --job-lease --no-janitor --help --version"
+            opts="-h -V --addr --data-dir --blob-store --base-url --allow-private-targets --fetch-allow-hosts --workers --no-rate-limits --render-in-process --render-workers --log-format --metrics-addr --database --job-lease --no-janitor --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -988,6 +988,10 @@ _meshcheck() {
                     return 0
                     ;;
                 --workers)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --render-workers)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

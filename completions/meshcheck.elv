@@ -142,6 +142,7 @@ set edit:completion:arg-completer[meshcheck] = {|@words|
             cand --base-url 'Public base URL, used in upload URLs [default: http://ADDR]'
             cand --fetch-allow-hosts 'Fetch `url` inputs only from these hosts (comma-separated; every redirect hop is checked). An empty value turns url fetching off'
             cand --workers 'Job workers [default: the number of cores]'
+            cand --render-workers 'Render worker processes that may draw at once, each replaced on its own every 50 renders or at 1 GB; each gets LP_NUM_THREADS = cores / N [default: one per two cores, at least 1]'
             cand --log-format 'Log format [default: text]'
             cand --metrics-addr 'Serve Prometheus metrics (GET /metrics) on this separate admin address, never on the public one; keep it private [default: none, no metrics listener]'
             cand --database 'The database: sqlite:PATH, or postgres://USER:PASSWORD@HOST:PORT/DB for several nodes on one database [default: DATA_DIR/meshcheck.sqlite]'

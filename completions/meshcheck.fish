@@ -133,6 +133,7 @@ complete -c meshcheck -n "__fish_meshcheck_using_subcommand serve" -l blob-store
 complete -c meshcheck -n "__fish_meshcheck_using_subcommand serve" -l base-url -d 'Public base URL, used in upload URLs [default: http://ADDR]' -r
 complete -c meshcheck -n "__fish_meshcheck_using_subcommand serve" -l fetch-allow-hosts -d 'Fetch `url` inputs only from these hosts (comma-separated; every redirect hop is checked). An empty value turns url fetching off' -r
 complete -c meshcheck -n "__fish_meshcheck_using_subcommand serve" -l workers -d 'Job workers [default: the number of cores]' -r
+complete -c meshcheck -n "__fish_meshcheck_using_subcommand serve" -l render-workers -d 'Render worker processes that may draw at once, each replaced on its own every 50 renders or at 1 GB; each gets LP_NUM_THREADS = cores / N [default: one per two cores, at least 1]' -r
 complete -c meshcheck -n "__fish_meshcheck_using_subcommand serve" -l log-format -d 'Log format [default: text]' -r -f -a "text\t'One human-readable line per event'
 json\t'One JSON object per event'"
 complete -c meshcheck -n "__fish_meshcheck_using_subcommand serve" -l metrics-addr -d 'Serve Prometheus metrics (GET /metrics) on this separate admin address, never on the public one; keep it private [default: none, no metrics listener]' -r

@@ -34,6 +34,8 @@ mod multinode;
 mod observability;
 #[cfg(feature = "render")]
 mod render;
+#[cfg(feature = "serve")]
+mod render_workers;
 mod report_card;
 #[cfg(feature = "serve")]
 mod serve;

@@ -103,7 +103,8 @@ impl Shared {
                 rss_bytes: validate::CLI_WORKER_RSS,
                 ..crate::render::worker::Limits::default()
             };
-            let pool = crate::render::worker::Pool::new(exe, limits);
+            let workers = crate::render::worker::default_workers(crate::render::worker::cores());
+            let pool = crate::render::worker::Pool::new(exe, limits, workers);
             Ok(Shared { drawer: crate::render::Drawer::Worker(Arc::new(pool)) })
         }
         #[cfg(not(feature = "render"))]

@@ -4,10 +4,10 @@
 //! `MESHCHECK_DATA_DIR`, `MESHCHECK_BLOB_STORE`, `MESHCHECK_BASE_URL`,
 //! `MESHCHECK_ALLOW_PRIVATE_TARGETS`, `MESHCHECK_FETCH_ALLOW_HOSTS`,
 //! `MESHCHECK_LOG_FORMAT`, `MESHCHECK_METRICS_ADDR`, `MESHCHECK_DATABASE_URL`,
-//! `MESHCHECK_JOB_LEASE`, `MESHCHECK_NO_JANITOR`, `MESHCHECK_BLOB_STORE`), else the `[serve]` table of
-//! the config file (`addr`, `data_dir`, `base_url`, `allow_private_targets`,
+//! `MESHCHECK_JOB_LEASE`, `MESHCHECK_NO_JANITOR`, `MESHCHECK_BLOB_STORE`, `MESHCHECK_RENDER_WORKERS`), else
+//! the `[serve]` table of the config file (`addr`, `data_dir`, `base_url`, `allow_private_targets`,
 //! `fetch_allow_hosts`, `workers`, `log_format`, `metrics_addr`, `database`,
-//! `job_lease`, `janitor`, `blob_store`), else the defaults (docs/deploy.md lists them all).
+//! `job_lease`, `janitor`, `blob_store`, `render_workers`), else the defaults (docs/deploy.md lists them all).
 //!
 //! With a metrics address, `GET /metrics` is served on a second, admin
 //! listener (docs/metrics.md); without one there is none. Both listeners
@@ -69,6 +69,11 @@ pub struct ServeArgs {
     /// leak; Mesa's lavapipe does).
     #[arg(long, env = "MESHCHECK_RENDER_IN_PROCESS")]
     pub render_in_process: bool,
+    /// Render worker processes that may draw at once, each replaced on its
+    /// own every 50 renders or at 1 GB; each gets LP_NUM_THREADS = cores / N
+    /// [default: one per two cores, at least 1].
+    #[arg(long, env = "MESHCHECK_RENDER_WORKERS", value_name = "N", value_parser = clap::value_parser!(u64).range(1..=MAX_RENDER_WORKERS))]
+    pub render_workers: Option<u64>,
     /// Log format [default: text].
     #[arg(long, env = "MESHCHECK_LOG_FORMAT", value_enum)]
     pub log_format: Option<LogFormat>,
@@ -93,6 +98,9 @@ pub struct ServeArgs {
     pub no_janitor: bool,
 }
 
+/// Most render workers `--render-workers` accepts.
+const MAX_RENDER_WORKERS: u64 = 256;
+
 #[derive(Debug, Default, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
 struct FileServe {
@@ -106,6 +114,7 @@ struct FileServe {
     fetch_allow_hosts: Option<Vec<String>>,
     rate_limits: Option<bool>,
     render_in_process: Option<bool>,
+    render_workers: Option<u64>,
     metrics_addr: Option<String>,
     database: Option<String>,
     job_lease: Option<u64>,
@@ -337,6 +346,16 @@ pub fn serve(args: ServeArgs) -> Result<i32> {
             let exe = std::env::current_exe()
                 .map_err(|e| Error::internal(format!("cannot find this program to start render workers: {e}")))?;
             config.render_worker = Some((exe, crate::render::worker::Limits::default()));
+        }
+        if let Some(n) = args.render_workers {
+            config.render_workers = n as usize;
+        } else if let Some(n) = file.render_workers {
+            if !(1..=MAX_RENDER_WORKERS).contains(&n) {
+                return Err(Error::bad_request(format!(
+                    "[serve] render_workers must be between 1 and {MAX_RENDER_WORKERS}, got {n}"
+                )));
+            }
+            config.render_workers = n as usize;
         }
         if !config.rate_limits {
             tracing::warn!("--no-rate-limits: no request limits per key or per IP (credits still apply)");

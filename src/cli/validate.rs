@@ -303,6 +303,10 @@ fn write_stills(base: &Path, job: &Job, rendered: &engine::Rendered) -> Result<V
 /// [`CLI_WORKER_RSS`]: Mesa's lavapipe keeps memory for every render pass and
 /// never gives it back, so one process drawing a whole folder grows with it
 /// (16 copies of FlightHelmet: 1.2 GB in process; docs/architecture.md).
+/// Files drawn at once (the run's threads) draw in separate workers, as
+/// many as `meshcheck serve` runs by default ([`default_workers`]).
+///
+/// [`default_workers`]: crate::render::worker::default_workers
 #[cfg(feature = "render")]
 fn worker_drawer() -> Result<crate::render::Drawer> {
     let exe = std::env::current_exe()
@@ -312,7 +316,9 @@ fn worker_drawer() -> Result<crate::render::Drawer> {
         rss_bytes: CLI_WORKER_RSS,
         ..crate::render::worker::Limits::default()
     };
-    Ok(crate::render::Drawer::Worker(std::sync::Arc::new(crate::render::worker::Pool::new(exe, limits))))
+    let workers = crate::render::worker::default_workers(crate::render::worker::cores());
+    let pool = crate::render::worker::Pool::new(exe, limits, workers);
+    Ok(crate::render::Drawer::Worker(std::sync::Arc::new(pool)))
 }
 
 /// Files a CLI render worker draws before it is replaced.

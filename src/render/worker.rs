@@ -4,20 +4,29 @@
 //! keeps about 1.4 MB for every render pass that draws and never gives it
 //! back (BENCHMARKS.md, "Full mode, FlightHelmet"): a long-running server
 //! that renders in process grows until it is killed. The service therefore
-//! draws in a child process (`meshcheck render-worker`, hidden) and replaces
-//! it after [`Limits::renders`] requests or once its resident memory passes
-//! [`Limits::rss_bytes`], whichever comes first. The operating system takes
-//! the leaked memory back with the process.
+//! draws in child processes (`meshcheck render-worker`, hidden) and replaces
+//! each after [`Limits::renders`] requests or once its resident memory
+//! passes [`Limits::rss_bytes`], whichever comes first. The operating system
+//! takes the leaked memory back with the process.
+//!
+//! - [`Pool`]: up to N workers ([`default_workers`] of the cores), so that
+//!   renders of separate requests run at once. A request takes an idle
+//!   worker or waits its turn (first come first served, at most
+//!   [`Limits::timeout`]); each worker gets `LP_NUM_THREADS` = cores / N
+//!   ([`threads_per_worker`]) so that N workers drawing at once do not run
+//!   N times as many llvmpipe threads as there are cores.
 //!
 //! - [`Drawer`]: where stills are drawn, in this process or in a worker. The
 //!   engine, the render endpoint and inspect take one; the CLI draws locally.
 //! - Protocol on the child's stdin and stdout, one request at a time: a frame
 //!   is a little-endian `u32` length and a JSON header, then a `u64` length
 //!   and a payload. Requests carry the asset bytes; answers carry the stills
-//!   as raw RGBA (their sizes in the header) or the GIF.
+//!   as raw RGBA (their sizes in the header) or the GIF, and say which
+//!   worker served them and when ([`Served`]).
 //! - A worker that dies, answers garbage or takes longer than
 //!   [`Limits::timeout`] is killed; that request fails with RENDER_FAILED and
-//!   the next one starts a fresh worker.
+//!   the next one to use its slot starts a fresh worker. The other workers
+//!   carry on.
 //! - [`Pool::restarts`] counts the workers retired, by why ([`Restarts`]):
 //!   the server's metrics read it at every scrape.
 
@@ -28,11 +37,13 @@ use crate::asset::{self, Asset, Input, LoadOptions};
 use crate::error::{Error, ErrorCode, Result};
 use crate::report::views::AdapterInfo;
 use serde_json::{Value, json};
+use std::collections::VecDeque;
 use std::io::{BufReader, BufWriter, Read, Write};
 use std::path::PathBuf;
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
-use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
 
 /// Largest header accepted on the pipe.
 const MAX_HEADER: u32 = 1 << 20;
@@ -162,6 +173,11 @@ impl Proc {
         let _ = self.child.wait();
     }
 
+    /// Whether the process is still running (not exited, not a zombie).
+    fn alive(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(None))
+    }
+
     /// Resident memory of the worker (Linux), in bytes.
     fn rss(&self) -> Option<u64> {
         let statm = std::fs::read_to_string(format!("/proc/{}/statm", self.child.id())).ok()?;
@@ -195,31 +211,158 @@ enum Retire {
     Exited,
 }
 
-/// The worker process behind [`Drawer::Worker`]: one at a time (the device
-/// draws one request at a time anyway), started on first use.
+/// Which worker process served a request, and when: Unix time in
+/// milliseconds, from reading the request to having its answer ready, as the
+/// worker measured it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Served {
+    /// The worker's process id.
+    pub pid: u32,
+    /// When the worker had read the request.
+    pub started_ms: f64,
+    /// When its answer was ready to write.
+    pub ended_ms: f64,
+}
+
+/// The default number of render workers for `cores` cores: one per two
+/// cores, at least one (docs/service.md, "The render worker", has the
+/// measurements behind it). llvmpipe already spreads one render over every
+/// core, so workers beyond that only help where part of each request is
+/// serial (opening the input, decoding textures, the answer on the pipe).
+pub fn default_workers(cores: usize) -> usize {
+    (cores / 2).max(1)
+}
+
+/// The cores of this machine (1 when unknown).
+pub fn cores() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+/// llvmpipe's threads per worker for `workers` workers on `cores` cores:
+/// the cores shared out, at least one each, so that N workers drawing at
+/// once do not run N times as many threads as there are cores. `None` for
+/// a single worker (llvmpipe's own default: every core).
+pub fn threads_per_worker(workers: usize, cores: usize) -> Option<usize> {
+    (workers > 1).then(|| (cores / workers).max(1))
+}
+
+/// The pool's shared book, under one lock.
+struct Book {
+    /// Slots no request holds: a running worker, or none (one is started
+    /// when the slot is next used).
+    idle: Vec<Option<Proc>>,
+    /// Requests holding a slot now.
+    busy: usize,
+    /// Process ids of the workers serving those requests (once started).
+    busy_pids: Vec<u32>,
+    /// Tickets of the callers waiting for a slot, oldest first.
+    queue: VecDeque<u64>,
+    /// The next caller's ticket.
+    next_ticket: u64,
+}
+
+/// The worker processes behind [`Drawer::Worker`]: up to [`Pool::size`] of
+/// them, each drawing one request at a time and each replaced on its own
+/// [`Limits`]. A request takes an idle worker (a running one before an
+/// unstarted slot, so a pool that is never busy runs one process); when
+/// every worker is busy it waits its turn, first come first served, for at
+/// most [`Limits::timeout`]. Workers start on first use.
 pub struct Pool {
     exe: PathBuf,
     limits: Limits,
-    proc: Mutex<Option<Proc>>,
-    started: std::sync::atomic::AtomicU32,
+    size: usize,
+    /// `LP_NUM_THREADS` for each worker (none: inherited).
+    threads: Option<usize>,
+    book: Mutex<Book>,
+    freed: Condvar,
+    started: AtomicU32,
     restarts: Mutex<Restarts>,
 }
 
+/// A slot taken from the pool for one request; given back when dropped
+/// (with its worker, or empty when the worker was retired).
+struct Lease<'a> {
+    pool: &'a Pool,
+    proc: Option<Proc>,
+    pid: Option<u32>,
+}
+
+impl Lease<'_> {
+    /// Notes the worker serving this request (for [`Pool::pids`]).
+    fn serving(&mut self, pid: u32) {
+        if self.pid != Some(pid) {
+            let mut book = self.pool.book();
+            if let Some(old) = self.pid.take() {
+                book.busy_pids.retain(|&p| p != old);
+            }
+            book.busy_pids.push(pid);
+            self.pid = Some(pid);
+        }
+    }
+}
+
+impl Drop for Lease<'_> {
+    fn drop(&mut self) {
+        let mut book = self.pool.book();
+        if let Some(pid) = self.pid {
+            book.busy_pids.retain(|&p| p != pid);
+        }
+        book.busy -= 1;
+        book.idle.push(self.proc.take());
+        drop(book);
+        self.pool.freed.notify_all();
+    }
+}
+
 impl Pool {
-    /// A pool running `exe render-worker`.
-    pub fn new(exe: PathBuf, limits: Limits) -> Pool {
+    /// A pool of up to `workers` processes running `exe render-worker`
+    /// (at least one). With more than one, each worker is given
+    /// `LP_NUM_THREADS` = cores / workers ([`threads_per_worker`]) unless
+    /// `LP_NUM_THREADS` is already set in this process's environment.
+    pub fn new(exe: PathBuf, limits: Limits, workers: usize) -> Pool {
+        let size = workers.max(1);
+        let threads =
+            if std::env::var_os("LP_NUM_THREADS").is_some() { None } else { threads_per_worker(size, cores()) };
         Pool {
             exe,
             limits,
-            proc: Mutex::new(None),
-            started: std::sync::atomic::AtomicU32::new(0),
+            size,
+            threads,
+            book: Mutex::new(Book {
+                idle: (0..size).map(|_| None).collect(),
+                busy: 0,
+                busy_pids: Vec::new(),
+                queue: VecDeque::new(),
+                next_ticket: 0,
+            }),
+            freed: Condvar::new(),
+            started: AtomicU32::new(0),
             restarts: Mutex::new(Restarts::default()),
         }
     }
 
+    fn book(&self) -> std::sync::MutexGuard<'_, Book> {
+        self.book.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Workers this pool may run at once.
+    pub fn size(&self) -> usize {
+        self.size
+    }
+
+    /// Requests being served now (at most [`Pool::size`]).
+    pub fn busy(&self) -> usize {
+        self.book().busy
+    }
+
+    /// Requests waiting for a worker now.
+    pub fn waiting(&self) -> usize {
+        self.book().queue.len()
+    }
+
     /// Workers started so far.
     pub fn started(&self) -> u32 {
-        self.started.load(std::sync::atomic::Ordering::SeqCst)
+        self.started.load(Ordering::SeqCst)
     }
 
     /// Workers retired so far, by why.
@@ -239,40 +382,90 @@ impl Pool {
         }
     }
 
-    /// The live worker's process id, if one is running.
+    /// The process ids of the running workers: those serving a request,
+    /// then the idle ones.
+    pub fn pids(&self) -> Vec<u32> {
+        let book = self.book();
+        let idle = book.idle.iter().flatten().map(|p| p.child.id());
+        book.busy_pids.iter().copied().chain(idle).collect()
+    }
+
+    /// A running worker's process id (the only one in a pool of one).
     pub fn pid(&self) -> Option<u32> {
-        self.proc.lock().unwrap_or_else(|p| p.into_inner()).as_ref().map(|p| p.child.id())
+        self.pids().first().copied()
+    }
+
+    /// Process ids of the workers serving a request now.
+    pub fn busy_pids(&self) -> Vec<u32> {
+        self.book().busy_pids.clone()
+    }
+
+    /// Waits for a free slot, first come first served, for at most
+    /// [`Limits::timeout`] (RENDER_FAILED after that).
+    fn acquire(&self) -> Result<Lease<'_>> {
+        let mut book = self.book();
+        let ticket = book.next_ticket;
+        book.next_ticket += 1;
+        book.queue.push_back(ticket);
+        let deadline = Instant::now() + self.limits.timeout;
+        loop {
+            if book.queue.front() == Some(&ticket) && !book.idle.is_empty() {
+                book.queue.pop_front();
+                // A running worker before an unstarted slot.
+                let at = book.idle.iter().position(Option::is_some).unwrap_or(0);
+                let proc = book.idle.swap_remove(at);
+                book.busy += 1;
+                drop(book);
+                // The next in line may find a slot too.
+                self.freed.notify_all();
+                return Ok(Lease { pool: self, proc, pid: None });
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                book.queue.retain(|&t| t != ticket);
+                drop(book);
+                self.freed.notify_all();
+                return Err(failed(format!(
+                    "every render worker stayed busy for {} s; try again later",
+                    self.limits.timeout.as_secs()
+                )));
+            }
+            book = self.freed.wait_timeout(book, deadline - now).unwrap_or_else(|p| p.into_inner()).0;
+        }
     }
 
     fn spawn(&self) -> Result<Proc> {
-        let mut child = Command::new(&self.exe)
-            .arg("render-worker")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .map_err(|e| failed(format!("cannot start the render worker {}: {e}", self.exe.display())))?;
-        self.started.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let mut cmd = Command::new(&self.exe);
+        cmd.arg("render-worker").stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::inherit());
+        if let Some(n) = self.threads {
+            cmd.env("LP_NUM_THREADS", n.to_string());
+        }
+        let mut child =
+            cmd.spawn().map_err(|e| failed(format!("cannot start the render worker {}: {e}", self.exe.display())))?;
+        self.started.fetch_add(1, Ordering::SeqCst);
         let stdin = BufWriter::new(child.stdin.take().ok_or_else(|| failed("the render worker has no stdin"))?);
         let stdout = BufReader::new(child.stdout.take().ok_or_else(|| failed("the render worker has no stdout"))?);
         Ok(Proc { child, stdin, stdout: Some(stdout), served: 0 })
     }
 
-    /// Sends one request and reads its answer; replaces the worker when it
-    /// fails, times out or has served its share.
+    /// Sends one request to a free worker and reads its answer; replaces
+    /// the worker when it fails, times out or has served its share.
     fn call(&self, header: &Value, payload: &[u8]) -> Result<(Value, Vec<u8>)> {
-        let mut slot = self.proc.lock().unwrap_or_else(|p| p.into_inner());
+        let mut lease = self.acquire()?;
         // A worker that died since its last answer is replaced before use.
-        if slot.as_mut().is_some_and(|p| !matches!(p.child.try_wait(), Ok(None)))
-            && let Some(p) = slot.take()
+        if lease.proc.as_mut().is_some_and(|p| !p.alive())
+            && let Some(p) = lease.proc.take()
         {
-            eprintln!("meshcheck: the render worker exited; starting another");
+            eprintln!("meshcheck: a render worker exited; starting another");
             self.retire(p, Retire::Exited);
         }
-        if slot.is_none() {
-            *slot = Some(self.spawn()?);
+        if lease.proc.is_none() {
+            lease.proc = Some(self.spawn()?);
         }
-        let proc = slot.as_mut().expect("a worker was just started");
+        let proc = lease.proc.as_mut().expect("a worker was just started");
+        let pid = proc.child.id();
+        lease.serving(pid);
+        let proc = lease.proc.as_mut().expect("the lease holds a worker");
         let outcome = exchange(proc, header, payload, self.limits.timeout);
         let replace = match &outcome {
             Err(_) => Some(Retire::Failed),
@@ -290,10 +483,11 @@ impl Pool {
             }
         };
         if let Some(why) = replace
-            && let Some(p) = slot.take()
+            && let Some(p) = lease.proc.take()
         {
             self.retire(p, why);
         }
+        drop(lease);
         let (head, body) = outcome?;
         if head.get("ok").and_then(Value::as_bool) != Some(true) {
             return Err(error_from(&head));
@@ -301,7 +495,9 @@ impl Pool {
         Ok((head, body))
     }
 
-    fn render(&self, source: &Source, req: &Request) -> Result<(Rendered, AdapterInfo)> {
+    /// Draws the stills of `req` in a worker, and says which worker drew
+    /// them and when.
+    pub fn render_traced(&self, source: &Source, req: &Request) -> Result<(Rendered, AdapterInfo, Served)> {
         let header = json!({
             "op": "render",
             "filename": source.filename,
@@ -312,7 +508,13 @@ impl Pool {
             "watermark": req.watermark,
         });
         let (head, body) = self.call(&header, &source.bytes)?;
-        decode_rendered(&head, body)
+        let served = served_from(&head)?;
+        let (rendered, adapter) = decode_rendered(&head, body)?;
+        Ok((rendered, adapter, served))
+    }
+
+    fn render(&self, source: &Source, req: &Request) -> Result<(Rendered, AdapterInfo)> {
+        self.render_traced(source, req).map(|(r, a, _)| (r, a))
     }
 
     fn turntable(&self, source: &Source, frames: u32, size: u32, background: Background) -> Result<Vec<u8>> {
@@ -330,7 +532,8 @@ impl Pool {
 
 impl Drop for Pool {
     fn drop(&mut self) {
-        if let Some(p) = self.proc.lock().unwrap_or_else(|p| p.into_inner()).take() {
+        // A lease borrows the pool, so every slot is back by now.
+        for p in self.book().idle.drain(..).flatten() {
             p.stop();
         }
     }
@@ -396,12 +599,26 @@ pub fn read_frame(r: &mut impl Read) -> std::io::Result<(Value, Vec<u8>)> {
     if plen > MAX_PAYLOAD {
         return Err(bad("frame payload too long"));
     }
-    let mut payload = Vec::new();
-    r.take(plen).read_to_end(&mut payload)?;
-    if payload.len() as u64 != plen {
-        return Err(bad("frame payload cut short"));
-    }
+    // Read straight into a buffer of the announced size (no regrowth: the
+    // stills of one request are 24 MB).
+    let mut payload = vec![0u8; plen as usize];
+    r.read_exact(&mut payload).map_err(|e| match e.kind() {
+        std::io::ErrorKind::UnexpectedEof => bad("frame payload cut short"),
+        _ => e,
+    })?;
     Ok((header, payload))
+}
+
+/// Now, in milliseconds since the Unix epoch.
+fn unix_ms() -> f64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0.0, |d| d.as_secs_f64() * 1e3)
+}
+
+fn served_from(head: &Value) -> Result<Served> {
+    let garbled = || failed("the render worker's answer is garbled (pid, span_ms)");
+    let pid = head["pid"].as_u64().and_then(|p| u32::try_from(p).ok()).ok_or_else(garbled)?;
+    let span = |i: usize| head["span_ms"].get(i).and_then(Value::as_f64).ok_or_else(garbled);
+    Ok(Served { pid, started_ms: span(0)?, ended_ms: span(1)? })
 }
 
 fn error_from(head: &Value) -> Error {
@@ -458,19 +675,18 @@ pub fn serve_stdio() -> i32 {
                 return 1;
             }
         };
+        let started_ms = unix_ms();
         let answer = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| handle(&header, payload)))
             .unwrap_or_else(|_| Err(Error::internal("the render worker panicked")));
-        let written = match answer {
-            Ok((head, parts)) => {
-                let refs: Vec<&[u8]> = parts.iter().map(Vec::as_slice).collect();
-                write_frame(&mut output, &head, &refs)
-            }
-            Err(e) => write_frame(
-                &mut output,
-                &json!({"ok": false, "code": e.code, "message": e.message, "detail": e.detail}),
-                &[],
-            ),
+        let (mut head, parts) = match answer {
+            Ok(answer) => answer,
+            Err(e) => (json!({"ok": false, "code": e.code, "message": e.message, "detail": e.detail}), Vec::new()),
         };
+        // Which worker served the request, and when (Pool::render_traced).
+        head["pid"] = json!(std::process::id());
+        head["span_ms"] = json!([started_ms, unix_ms()]);
+        let refs: Vec<&[u8]> = parts.iter().map(Vec::as_slice).collect();
+        let written = write_frame(&mut output, &head, &refs);
         if written.and_then(|_| output.flush()).is_err() {
             return 1;
         }
@@ -557,7 +773,7 @@ mod tests {
     #[cfg(unix)]
     fn a_failing_worker_is_counted_and_replaced() {
         let pool =
-            Pool::new(PathBuf::from("/bin/false"), Limits { timeout: Duration::from_secs(20), ..Limits::default() });
+            Pool::new(PathBuf::from("/bin/false"), Limits { timeout: Duration::from_secs(20), ..Limits::default() }, 1);
         assert_eq!((pool.started(), pool.restarts()), (0, Restarts::default()));
         for _ in 0..2 {
             let e = pool.call(&json!({"op": "hello"}), &[]).unwrap_err();
@@ -566,6 +782,66 @@ mod tests {
         assert_eq!(pool.started(), 2);
         assert_eq!(pool.restarts(), Restarts { failed: 2, ..Restarts::default() });
         assert_eq!(pool.pid(), None, "no worker left running");
+    }
+
+    /// Callers waiting for a busy pool are served in the order they came,
+    /// and a slot comes back when its lease ends.
+    #[test]
+    fn waiting_callers_are_served_first_come_first_served() {
+        let limits = Limits { timeout: Duration::from_secs(60), ..Limits::default() };
+        let pool = Arc::new(Pool::new(PathBuf::from("/nonexistent"), limits, 1));
+        let held = pool.acquire().unwrap();
+        assert_eq!((pool.busy(), pool.size()), (1, 1));
+        let order = Arc::new(Mutex::new(Vec::new()));
+        let mut threads = Vec::new();
+        for i in 0..4 {
+            let (mine, order) = (pool.clone(), order.clone());
+            threads.push(std::thread::spawn(move || {
+                let lease = mine.acquire().unwrap();
+                order.lock().unwrap().push(i);
+                std::thread::sleep(Duration::from_millis(5));
+                drop(lease);
+            }));
+            // The next caller comes only once this one is queued.
+            let t = Instant::now();
+            while pool.waiting() < i + 1 && t.elapsed() < Duration::from_secs(20) {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            assert_eq!(pool.waiting(), i + 1);
+        }
+        drop(held);
+        threads.into_iter().for_each(|t| t.join().unwrap());
+        assert_eq!(*order.lock().unwrap(), vec![0, 1, 2, 3]);
+        assert_eq!((pool.busy(), pool.waiting()), (0, 0));
+    }
+
+    /// Two slots serve two callers at once; a third waits at most the
+    /// timeout, then fails with RENDER_FAILED and leaves the queue.
+    #[test]
+    fn the_wait_for_a_worker_is_bounded() {
+        let limits = Limits { timeout: Duration::from_millis(300), ..Limits::default() };
+        let pool = Pool::new(PathBuf::from("/nonexistent"), limits, 2);
+        let (a, b) = (pool.acquire().unwrap(), pool.acquire().unwrap());
+        assert_eq!(pool.busy(), 2);
+        let t = Instant::now();
+        let e = pool.acquire().err().expect("no slot is free");
+        assert!(t.elapsed() >= Duration::from_millis(300), "{:?}", t.elapsed());
+        assert_eq!(e.code, ErrorCode::RenderFailed);
+        assert!(e.message.contains("busy"), "{}", e.message);
+        assert_eq!(pool.waiting(), 0);
+        drop(a);
+        let c = pool.acquire().unwrap();
+        drop((b, c));
+        assert_eq!(pool.busy(), 0);
+    }
+
+    #[test]
+    fn workers_share_the_cores() {
+        assert_eq!([1, 2, 3, 4, 16].map(default_workers), [1, 1, 1, 2, 8]);
+        assert_eq!(threads_per_worker(1, 8), None, "one worker keeps llvmpipe's default");
+        assert_eq!(threads_per_worker(2, 2), Some(1));
+        assert_eq!(threads_per_worker(3, 8), Some(2));
+        assert_eq!(threads_per_worker(4, 2), Some(1), "at least one thread each");
     }
 
     #[test]

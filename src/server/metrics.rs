@@ -299,10 +299,23 @@ impl Collector for Live {
                 MetricType::Gauge,
             )?)?;
         }
-        let (started, restarts) = match &self.pool {
-            Some(p) => (u64::from(p.started()), p.restarts()),
-            None => (0, Default::default()),
+        let (started, restarts, size, busy) = match &self.pool {
+            Some(p) => (u64::from(p.started()), p.restarts(), p.size(), p.busy()),
+            None => (0, Default::default(), 0, 0),
         };
+        ConstGauge::new(size as i64).encode(encoder.encode_descriptor(
+            "render_workers",
+            "Render worker processes that may draw at once (--render-workers; 0 when stills are drawn in the server \
+             process)",
+            None,
+            MetricType::Gauge,
+        )?)?;
+        ConstGauge::new(busy as i64).encode(encoder.encode_descriptor(
+            "render_workers_busy",
+            "Render workers serving a request now (requests beyond them wait their turn)",
+            None,
+            MetricType::Gauge,
+        )?)?;
         ConstCounter::new(started).encode(encoder.encode_descriptor(
             "render_workers_started",
             "Render worker processes started (0 when stills are drawn in the server process)",
@@ -387,6 +400,8 @@ mod tests {
             r#"meshcheck_jobs{state="failed"} 0"#,
             "meshcheck_job_queue_depth 0",
             "meshcheck_render_workers_started_total 0",
+            "meshcheck_render_workers 0",
+            "meshcheck_render_workers_busy 0",
             r#"meshcheck_render_worker_restarts_total{reason="exited"} 0"#,
             concat!(r#"meshcheck_build_info{version=""#, env!("CARGO_PKG_VERSION"), r#""} 1"#),
         ] {

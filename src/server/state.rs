@@ -75,6 +75,10 @@ pub struct Config {
     /// in the server: lavapipe keeps memory for every render pass, so a
     /// long-running server on a CPU-only host must not draw in process.
     pub render_worker: Option<(PathBuf, crate::render::worker::Limits)>,
+    /// Render worker processes that may draw at once (with
+    /// [`Config::render_worker`]); by default one per two cores
+    /// ([`crate::render::worker::default_workers`]).
+    pub render_workers: usize,
     /// Whether the per-key and per-IP request limits apply (off only for a
     /// private deployment behind a limiting gateway, or conformance runs).
     pub rate_limits: bool,
@@ -126,6 +130,7 @@ impl Config {
             vision: None,
             stripe: None,
             render_worker: None,
+            render_workers: crate::render::worker::default_workers(cores),
             rate_limits: true,
             media_per_min: 600,
             demo_per_min: 10,
@@ -209,7 +214,8 @@ impl AppState {
         let url_policy = fetch::Policy { allow_hosts: config.fetch_allow_hosts.clone(), ..policy.clone() };
         let drawer = match &config.render_worker {
             Some((exe, limits)) => {
-                crate::render::Drawer::Worker(Arc::new(crate::render::worker::Pool::new(exe.clone(), *limits)))
+                let pool = crate::render::worker::Pool::new(exe.clone(), *limits, config.render_workers);
+                crate::render::Drawer::Worker(Arc::new(pool))
             }
             None => crate::render::Drawer::Local,
         };
