@@ -10,12 +10,13 @@ use crate::checks::{CheckDef, CheckOutput, Comparison, Ctx};
 use crate::error::{Error, ErrorCode, Result};
 use crate::profile::Profile;
 use crate::report::{self, CheckResult, EngineInfo, Mode, ProfileInfo, Report, Severity, Stats, Status};
-use crate::validator::{self, Validator};
+use crate::validator::{self, Main, Validator};
 #[cfg(feature = "vision")]
 use crate::vision;
 use rayon::prelude::*;
 use serde_json::{Map, Value};
 use std::collections::BTreeSet;
+use std::path::Path;
 use std::sync::Arc;
 
 /// Which checks run.
@@ -157,15 +158,40 @@ pub fn validate_gated(
     opts: &Options,
     gate: &(dyn Fn() -> Result<()> + Sync),
 ) -> Result<(Report, Option<Rendered>)> {
+    validate_source(input, None, opts, gate)
+}
+
+/// [`validate_with_stills`] of an input read from `path`, a plain file on
+/// disk (as [`Input::from_path`] reads it): SPEC-001's validator reads the
+/// file itself instead of taking its bytes through a pipe (and takes them
+/// after all if the file changed in between), so the findings are the same.
+pub fn validate_file_with_stills(input: Input, path: &Path, opts: &Options) -> Result<(Report, Option<Rendered>)> {
+    validate_source(input, Some(path), opts, &|| Ok(()))
+}
+
+fn validate_source(
+    input: Input,
+    path: Option<&Path>,
+    opts: &Options,
+    gate: &(dyn Fn() -> Result<()> + Sync),
+) -> Result<(Report, Option<Rendered>)> {
     let renders = opts.renders();
     #[cfg(feature = "render")]
     if renders {
         opts.drawer.ready()?;
     }
     let validator = opts.spec_validator()?;
+    if let Some(e) = validator.as_ref().and_then(|v| v.failed()) {
+        // The validator could not be loaded: an environment error, for every file.
+        return Err(e);
+    }
     if let Err(e) = asset::sniff(&input.bytes) {
         // Not a container meshcheck reads; the validator may still say why.
-        let spec = validator.as_ref().map(|v| v.validate(&input.filename, &input.bytes, &asset::bundle::NoResources));
+        let main = Main { bytes: &input.bytes, path };
+        let spec = validator.as_ref().map(|v| v.validate_main(&input.filename, main, &asset::bundle::NoResources));
+        if let Some(v) = &validator {
+            v.ready()?;
+        }
         return Err(with_validator_messages(e, spec.as_ref()));
     }
     #[cfg(feature = "render")]
@@ -204,7 +230,10 @@ pub fn validate_gated(
         Some(v) => std::thread::scope(|s| {
             let name = opened.main_name();
             let opened = &opened;
-            let handle = s.spawn(move || v.validate(&name, &opened.main, opened.resolver.as_ref()));
+            // A zip's main file exists only in memory; a GLB or .gltf is the file itself.
+            let path = path.filter(|_| opened.info.main_file.is_none());
+            let handle =
+                s.spawn(move || v.validate_main(&name, Main { bytes: &opened.main, path }, opened.resolver.as_ref()));
             let loaded = load(opened).and_then(measure);
             let spec = handle
                 .join()
@@ -220,6 +249,9 @@ pub fn validate_gated(
             (loaded.and_then(measure), None)
         }
     };
+    if let Some(v) = &validator {
+        v.ready()?;
+    }
     let (asset, mut checks, render) = match loaded {
         Ok(x) => x,
         Err(e) => return Err(with_validator_messages(e, spec.as_ref())),

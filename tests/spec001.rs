@@ -363,3 +363,182 @@ fn a_million_messages_are_folded() {
     // The engine's own checks still count what is drawn.
     assert_eq!(measured_f64(check(&r, "PERF-001"), "triangles"), 3_000.0);
 }
+
+/// An input's resolver that serves the same files but names no folder, so
+/// every resource crosses the pipe as bytes (the route before issue 22).
+struct Piped(meshcheck::asset::bundle::DirResolver);
+
+impl meshcheck::asset::bundle::Resolver for Piped {
+    fn fetch(&self, path: &str) -> Result<Vec<u8>, meshcheck::asset::bundle::Unresolved> {
+        self.0.fetch(path)
+    }
+}
+
+/// SPEC-001 of a file on disk, the validator reading it (and its resources) by path.
+fn spec_by_path(path: &Path, opts: &Options) -> Result<meshcheck::report::CheckResult, meshcheck::error::Error> {
+    let (r, _) = engine::validate_file_with_stills(Input::from_path(path).unwrap(), path, opts)?;
+    Ok(check(&r, "SPEC-001").clone())
+}
+
+/// SPEC-001 of the same file with every byte piped to the validator.
+fn spec_piped(path: &Path, opts: &Options) -> Result<meshcheck::report::CheckResult, meshcheck::error::Error> {
+    let mut input = Input::from_path(path).unwrap();
+    let dir = meshcheck::asset::bundle::parent_dir(path);
+    input.resolver = Box::new(Piped(meshcheck::asset::bundle::DirResolver::new(dir)));
+    let r = engine::validate(input, opts)?;
+    Ok(check(&r, "SPEC-001").clone())
+}
+
+/// Compares the two routes on one file: the same SPEC-001 result, or the
+/// same refusal with the same validator messages.
+fn assert_routes_agree(path: &Path, opts: &Options) {
+    match (spec_by_path(path, opts), spec_piped(path, opts)) {
+        (Ok(a), Ok(b)) => {
+            assert_ne!(a.status, Status::Skipped, "{}: {:?}", path.display(), a.measured);
+            assert_eq!(a, b, "{}: SPEC-001 differs between reading by path and piping", path.display());
+        }
+        (Err(a), Err(b)) => assert_eq!(a, b, "{}: the refusals differ", path.display()),
+        (a, b) => panic!("{}: one route refused: {a:?} / {b:?}", path.display()),
+    }
+}
+
+/// A textured .gltf with an external .bin and PNG, an index out of range
+/// (a validator error), a second image that is missing and a third whose
+/// URI leaves the folder: written into `dir`.
+fn gltf_with_resources(dir: &Path) -> PathBuf {
+    use crate::testkit::{Doc, Image, Material, Texture, png, sphere};
+    let mut prim = sphere(12, 8, 1.0);
+    prim.material = Some(0);
+    prim.indices.as_mut().unwrap()[4] = 10_000;
+    let mut doc = Doc::single(prim);
+    doc.materials.push(Material { base_color_texture: Some(0), normal_texture: Some(1), ..Material::default() });
+    doc.textures.extend([Texture { source: 0 }, Texture { source: 1 }, Texture { source: 2 }]);
+    doc.images.push(Image { bytes: png(16, 16), mime: "image/png".into(), uri: Some("tex.png".into()) });
+    doc.images.push(Image { bytes: png(4, 4), mime: "image/png".into(), uri: Some("missing.png".into()) });
+    doc.images.push(Image { bytes: png(4, 4), mime: "image/png".into(), uri: Some("../outside.png".into()) });
+    for (name, bytes) in doc.to_gltf_files("model") {
+        if name == "missing.png" || name.starts_with("..") {
+            continue;
+        }
+        std::fs::write(dir.join(name), bytes).unwrap();
+    }
+    dir.join("model.gltf")
+}
+
+#[test]
+fn reading_by_path_gives_the_same_findings_as_piping() {
+    let opts = Options::default();
+    let dir = tempfile::tempdir().unwrap();
+    let gltf = gltf_with_resources(dir.path());
+    assert_routes_agree(&gltf, &opts);
+    let c = spec_by_path(&gltf, &opts).unwrap();
+    assert_eq!(c.status, Status::Fail);
+    let codes: Vec<&str> =
+        c.measured["messages"].as_array().unwrap().iter().map(|m| m["code"].as_str().unwrap()).collect();
+    assert!(codes.contains(&"ACCESSOR_INDEX_OOB") && codes.contains(&"IO_ERROR"), "{codes:?}");
+    assert!(c.measured["messages"].to_string().contains("missing.png"));
+    assert!(!c.measured["messages"].to_string().contains(&dir.path().display().to_string()), "no local paths");
+    // A GLB with warnings, a .gltf with external files, zip bundles (whose
+    // main file exists only in memory) and a file meshcheck refuses.
+    for rel in [
+        "khronos-sample-models/NormalTangentTest.glb",
+        "other/subpass_scene_opaque.gltf",
+        "khronos-sample-models/FlightHelmet.zip",
+        "khronos-asset-generator/Node_NegativeScale_05.zip",
+    ] {
+        assert_routes_agree(&util::model(rel), &opts);
+    }
+    assert_routes_agree(&util::assets().join("validator-suite/test/base/data/root/empty_object.gltf"), &opts);
+}
+
+#[test]
+fn the_validator_suite_reads_the_same_by_path() {
+    let opts = Options::default();
+    let files = suite_files();
+    assert!(files.len() > 100);
+    for f in &files {
+        assert_routes_agree(f, &opts);
+    }
+}
+
+/// A GLB whose JSON says `key` where the cube's says `"scene"`: the same length.
+fn cube_glb_with(key: &str) -> Vec<u8> {
+    let glb = box_glb();
+    let at = glb.windows(7).position(|w| w == b"\"scene\"").expect("the cube names its scene");
+    let mut out = glb.clone();
+    out[at..at + 7].copy_from_slice(key.as_bytes());
+    out
+}
+
+#[test]
+fn the_validator_reads_the_file_and_falls_back_to_the_bytes_it_was_given() {
+    let opts = Options::default();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("cube.glb");
+    let codes = |c: &meshcheck::report::CheckResult| -> Vec<String> {
+        c.measured["messages"].as_array().unwrap().iter().map(|m| m["code"].as_str().unwrap().to_string()).collect()
+    };
+    // On disk, a property the validator does not know; in hand, the clean cube.
+    std::fs::write(&path, cube_glb_with("\"scenx\"")).unwrap();
+    let clean = Input::from_bytes("cube.glb", box_glb());
+    let (r, _) = engine::validate_file_with_stills(clean, &path, &opts).unwrap();
+    assert_eq!(codes(check(&r, "SPEC-001")), ["UNEXPECTED_PROPERTY"], "the validator read the file by its path");
+    // A file of another size than the bytes in hand: the bytes are validated.
+    std::fs::write(&path, [cube_glb_with("\"scenx\""), vec![0; 4]].concat()).unwrap();
+    let (r, _) = engine::validate_file_with_stills(Input::from_bytes("cube.glb", box_glb()), &path, &opts).unwrap();
+    assert_eq!(check(&r, "SPEC-001").status, Status::Pass, "{:?}", check(&r, "SPEC-001").measured);
+    // A file removed after it was read: the bytes are validated, promptly.
+    std::fs::remove_file(&path).unwrap();
+    let started = std::time::Instant::now();
+    let (r, _) = engine::validate_file_with_stills(Input::from_bytes("cube.glb", box_glb()), &path, &opts).unwrap();
+    assert_eq!(check(&r, "SPEC-001").status, Status::Pass);
+    assert!(started.elapsed() < Duration::from_secs(10), "{:?}", started.elapsed());
+    // Removed before meshcheck reads it: a clear error naming the file.
+    let out = util::bin().args(["validate", path.to_str().unwrap(), "--format", "json"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stderr));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("cube.glb") && err.contains("No such file"), "{err}");
+}
+
+#[test]
+fn the_timeout_runs_from_the_validators_start() {
+    // A package that takes 1.5 s to load and answers at once: a 1 s timeout
+    // is not spent waiting for Node to start.
+    let (dir, install) = fake_package(
+        "return Promise.resolve({validatorVersion: 'fake', issues: {numErrors: 0, numWarnings: 0, numInfos: 0, numHints: 0, messages: []}, info: {}});",
+    );
+    let index = dir.path().join("index.js");
+    let js = std::fs::read_to_string(&index).unwrap();
+    std::fs::write(&index, format!("const until = Date.now() + 1500; while (Date.now() < until) {{}}\n{js}")).unwrap();
+    let v = Arc::new(Validator::with_install(install, Duration::from_secs(1)).unwrap());
+    let r = engine::validate(Input::from_bytes("box.glb", box_glb()), &opts_with(v.clone())).unwrap();
+    assert_eq!(check(&r, "SPEC-001").status, Status::Pass, "{:?}", check(&r, "SPEC-001").measured);
+    assert_eq!(r.validator.unwrap().version, "0.0.0-fake");
+}
+
+#[test]
+fn a_package_that_does_not_load_is_one_environment_error() {
+    let (dir, install) = fake_package("return Promise.resolve({});");
+    std::fs::write(dir.path().join("index.js"), "throw new Error('broken on purpose');\n").unwrap();
+    // Starting does not wait for Node; the handshake says what went wrong.
+    let v = Arc::new(Validator::with_install(install, Duration::from_secs(5)).unwrap());
+    let e = v.ready().unwrap_err();
+    assert!(e.message.contains("exited at start"), "{e:?}");
+    let e = engine::validate(Input::from_bytes("box.glb", box_glb()), &opts_with(v)).unwrap_err();
+    assert_eq!(e.code.exit_code(), 4);
+    assert!(e.help.unwrap().contains("npm ci"));
+    // A folder run reports it once, exit 4.
+    let models = tempfile::tempdir().unwrap();
+    for i in 0..3 {
+        std::fs::write(models.path().join(format!("box{i}.glb")), box_glb()).unwrap();
+    }
+    let out = util::bin()
+        .args(["validate", models.path().to_str().unwrap(), "--format", "json"])
+        .env("MESHCHECK_GLTF_VALIDATOR", dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(4));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.matches("exited at start").count(), 1, "{err}");
+    assert!(err.contains("npm ci"), "{err}");
+}

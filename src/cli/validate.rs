@@ -166,8 +166,13 @@ pub fn plan(args: &ValidateArgs, jobs: &[Job]) -> Result<Plan> {
     if options.iter().any(Options::runs_validator) {
         // One pool per run, started before any file is read so that a missing
         // Node or package is reported once, with the command that fixes it.
+        // Node loads the validator while the files are read (`run` waits for
+        // it only where a file needs it), and one process is started for
+        // each file validated at once.
         let timeout = std::time::Duration::from_secs_f64(args.validator_timeout);
         let pool = std::sync::Arc::new(crate::validator::Validator::start(timeout)?);
+        let validated = per_job.iter().filter(|(i, _)| options[*i].runs_validator()).count();
+        pool.prestart(validated.min(threads(args)));
         options.iter_mut().for_each(|o| o.validator = Some(pool.clone()));
     }
     options.iter_mut().for_each(|o| o.watermark = args.watermark.clone());
@@ -223,12 +228,13 @@ pub fn validate_job_for_card(
 ) -> (FileResult, Option<html::Visuals>) {
     let mut visuals = None;
     let result = read_input(job).and_then(|input| {
-        if shots_dir.is_none() && card.is_none() {
-            return engine::validate(input, opts);
-        }
         // Standard input cannot be read twice: its bytes are kept for the turntable.
         let kept = (card.is_some_and(Option::is_some) && job.path.is_none()).then(|| input.bytes.clone());
-        let (mut report, stills) = engine::validate_with_stills(input, opts)?;
+        // A file on disk is read by the validator itself, not piped to it.
+        let (mut report, stills) = match &job.path {
+            Some(path) => engine::validate_file_with_stills(input, path, opts)?,
+            None => engine::validate_with_stills(input, opts)?,
+        };
         if let Some(rendered) = stills {
             if let Some(base) = shots_dir {
                 report.screenshots = Some(write_stills(base, job, &rendered)?);
@@ -366,6 +372,11 @@ fn card_request(
     Ok((format == Format::Html).then(|| args.turntable.as_deref().cloned()))
 }
 
+/// Files validated at once: `-j`, or every core.
+fn threads(args: &ValidateArgs) -> usize {
+    args.jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())).max(1)
+}
+
 /// Runs `meshcheck validate`.
 pub fn run(args: ValidateArgs) -> Result<i32> {
     let accepted = args.baseline.as_deref().map(|p| Baseline::read(p).map(|b| (p, b))).transpose()?;
@@ -382,7 +393,7 @@ pub fn run(args: ValidateArgs) -> Result<i32> {
     let stdout_tty = std::io::stdout().is_terminal();
     let format = args.format.unwrap_or(if stdout_tty { Format::Table } else { Format::Json });
     let card = card_request(&args, format, &plan)?;
-    let threads = args.jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())).max(1);
+    let threads = threads(&args);
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(threads)
         .build()
@@ -412,6 +423,11 @@ pub fn run(args: ValidateArgs) -> Result<i32> {
     let (outcomes, visuals): (Vec<FileResult>, Vec<Option<html::Visuals>>) = outcomes.into_iter().unzip();
     if let Some(b) = bar {
         b.finish_and_clear();
+    }
+    // A validator that could not be loaded is one environment error (exit
+    // 4) for the run, not one per file.
+    if let Some(v) = plan.options.iter().find_map(|o| o.validator.as_ref()) {
+        v.ready()?;
     }
     for o in &outcomes {
         if let Err(e) = &o.result {

@@ -4,13 +4,23 @@
 // length-prefixed frames on stdin/stdout:
 //   frame   = u32le total_length, u32le json_length, json, payload
 //   total_length counts everything after itself.
-// Rust -> Node: {type:"validate", id, uri, format} + the asset bytes;
-//               {type:"resource", req, found, reason?} + the resource bytes.
+// Rust -> Node: {type:"validate", id, uri, path?, size?} + the asset bytes
+//               (none when `path` names the plain file to read instead, of
+//               `size` bytes);
+//               {type:"bytes", id} + the asset bytes, when asked for them;
+//               {type:"resource", req, found, reason?, path?, size?} + the
+//               resource bytes (none when `path` names the file to read).
 // Node -> Rust: {type:"ready", version, supported};
-//               {type:"resource", id, req, uri} when the validator asks for a file;
+//               {type:"bytes", id, reason} when `path` could not be read as
+//               announced (gone, another size): meshcheck sends the bytes;
+//               {type:"resource", id, req, uri, local} when the validator asks
+//               for a file (`local: false` after a path could not be read:
+//               bytes only);
 //               {type:"result", id, ...folded report} or {type:"error", id, message}.
 // The report is folded here (counts per code, at most MAX_MESSAGES errors and
 // warnings kept) so that a file with a million issues costs little to send.
+// Reading a local file here saves a copy of its bytes through the pipe (and
+// two more inside Node); what the validator sees is the same bytes.
 'use strict';
 
 // The validator's own logging must never reach stdout, which carries frames.
@@ -20,6 +30,7 @@ console.info = log;
 console.warn = log;
 console.debug = log;
 
+const fs = require('fs');
 const pkg = process.env.MESHCHECK_VALIDATOR_PKG;
 const validator = require(pkg);
 const MAX_MESSAGES = Number(process.env.MESHCHECK_VALIDATOR_MAX_MESSAGES || 1000);
@@ -41,7 +52,31 @@ function fresh(view) {
   return out;
 }
 
+// A local file read into a Uint8Array of its own, or null when it cannot be
+// read or is not the regular file of `size` bytes meshcheck announced.
+function readLocal(path, size) {
+  let fd;
+  try {
+    fd = fs.openSync(path, 'r');
+    const st = fs.fstatSync(fd);
+    if (!st.isFile() || st.size !== size) return null;
+    const out = new Uint8Array(size);
+    let off = 0;
+    while (off < size) {
+      const n = fs.readSync(fd, out, off, size - off, off);
+      if (n === 0) return null;
+      off += n;
+    }
+    return out;
+  } catch (e) {
+    return null;
+  } finally {
+    if (fd !== undefined) fs.closeSync(fd);
+  }
+}
+
 const pending = new Map();
+const wanted = new Map(); // validation id -> resolve, waiting for its bytes
 let nextReq = 0;
 let queue = Promise.resolve();
 
@@ -78,6 +113,29 @@ function fold(report) {
   };
 }
 
+// Asks meshcheck for a resource; with `local`, meshcheck may answer with the
+// path of a plain file instead of its bytes, which is read here (and asked
+// for again as bytes if that read fails).
+function resource(id, uri, local) {
+  return new Promise((resolve, reject) => {
+    const req = nextReq++;
+    pending.set(req, { resolve, reject, uri, id });
+    send({ type: 'resource', id, req, uri, local });
+  });
+}
+
+// The asset's bytes: read from `path`, or the frame's payload; when the file
+// cannot be read as announced, meshcheck is asked for the bytes.
+function bytesOf(header, payload) {
+  if (typeof header.path !== 'string') return Promise.resolve(fresh(payload));
+  const local = readLocal(header.path, header.size);
+  if (local) return Promise.resolve(local);
+  return new Promise((resolve) => {
+    wanted.set(header.id, resolve);
+    send({ type: 'bytes', id: header.id, reason: 'the file could not be read as announced' });
+  });
+}
+
 function validate(header, payload) {
   const id = header.id;
   // One request, and one copy, per URI: a document whose thousand buffers
@@ -89,22 +147,13 @@ function validate(header, payload) {
     maxIssues: 0,
     writeTimestamp: false,
     externalResourceFunction: (uri) => {
-      if (!fetched.has(uri)) {
-        fetched.set(
-          uri,
-          new Promise((resolve, reject) => {
-            const req = nextReq++;
-            pending.set(req, { resolve, reject, uri });
-            send({ type: 'resource', id, req, uri });
-          })
-        );
-      }
+      if (!fetched.has(uri)) fetched.set(uri, resource(id, uri, true));
       return fetched.get(uri);
     },
   };
   if (header.format === 'glb' || header.format === 'gltf') options.format = header.format;
-  return validator
-    .validateBytes(fresh(payload), options)
+  return bytesOf(header, payload)
+    .then((bytes) => validator.validateBytes(bytes, options))
     .then((report) => send(Object.assign({ type: 'result', id }, fold(report))))
     .catch((e) => send({ type: 'error', id, message: String(e && e.message ? e.message : e) }));
 }
@@ -113,14 +162,26 @@ function onFrame(header, payload) {
   if (header.type === 'validate') {
     // One validation at a time; resource replies are handled immediately.
     queue = queue.then(() => validate(header, payload));
+  } else if (header.type === 'bytes') {
+    const resolve = wanted.get(header.id);
+    if (!resolve) return;
+    wanted.delete(header.id);
+    resolve(fresh(payload));
   } else if (header.type === 'resource') {
     const p = pending.get(header.req);
     if (!p) return;
     pending.delete(header.req);
-    // A fresh copy with its own ArrayBuffer: the compiled validator reads the
-    // whole underlying buffer, ignoring a view's offset.
-    if (header.found) p.resolve(fresh(payload));
-    else p.reject(header.reason || `Could not load '${p.uri}'`);
+    if (!header.found) {
+      p.reject(header.reason || `Could not load '${p.uri}'`);
+    } else if (typeof header.path === 'string') {
+      const local = readLocal(header.path, header.size);
+      if (local) p.resolve(local);
+      else resource(p.id, p.uri, false).then(p.resolve, p.reject);
+    } else {
+      // A fresh copy with its own ArrayBuffer: the compiled validator reads the
+      // whole underlying buffer, ignoring a view's offset.
+      p.resolve(fresh(payload));
+    }
   }
 }
 

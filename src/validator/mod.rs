@@ -4,24 +4,32 @@
 //! package.json and run by Node.js. A small driver (`driver.js`, embedded
 //! with `include_str!`) runs in a long-lived `node` process and speaks
 //! length-prefixed frames over stdin/stdout: meshcheck sends the main file's
-//! bytes, the validator asks for external resources by URI and meshcheck
-//! answers from the same resolver the loader uses (the zip bundle in memory,
-//! or the folder beside a .gltf), so no temporary files are written and no
-//! local paths appear in messages.
+//! bytes (or, for a plain file on disk, its path, which Node reads itself),
+//! the validator asks for external resources by URI and meshcheck answers
+//! from the same resolver the loader uses (the zip bundle in memory, or the
+//! folder beside a .gltf, whose files Node again reads by path), so no
+//! temporary files are written and no local paths appear in messages. A path
+//! Node cannot read as announced (gone, or another size) is answered with the
+//! bytes meshcheck holds, so the findings never depend on the route.
 //!
 //! A [`Validator`] is a pool of such processes: the CLI uses one per run
 //! (as many processes as files validated at once), the service keeps it warm.
-//! A validation that exceeds the timeout kills its process (a new one starts
-//! on the next call); so does a crash.
+//! Processes start without waiting: Node loads the validator while meshcheck
+//! reads and opens the input, and the first request waits in the pipe until
+//! the driver is ready; [`Validator::ready`] waits for the first process's
+//! handshake and turns a broken install into the environment error. A
+//! validation that exceeds the timeout (counted from the process's
+//! handshake) kills its process (a new one starts on the next call); so does
+//! a crash.
 
-use crate::asset::bundle::{Resolver, UriKind, classify_uri, normalise};
+use crate::asset::bundle::{MAX_RESOURCE_BYTES, Resolver, UriKind, classify_uri, normalise};
 use crate::error::{Error, ErrorCode, Result};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 use std::io::{BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender, channel, sync_channel};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -36,6 +44,8 @@ pub const PINNED_VERSION: &str = "2.0.0-dev.3.10";
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
 /// Largest frame accepted from the driver.
 const MAX_FRAME: u32 = 256 << 20;
+/// How long a Node process may take to load the validator and say it is ready.
+const STARTUP: Duration = Duration::from_secs(30);
 
 /// The command that installs the validator, for error messages.
 pub const FIX_COMMAND: &str = "npm ci   (in the meshcheck folder; or: npm install gltf-validator@2.0.0-dev.3.10)";
@@ -165,6 +175,46 @@ fn widen_pipe<T>(_fd: &T) {}
 /// A frame: JSON header plus binary payload.
 type Frame = (Value, Vec<u8>);
 
+/// What a driver says when it is ready: the validator's version and the
+/// extensions it checks.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Hello {
+    /// Version string the validator reports.
+    pub version: String,
+    /// Extensions the validator checks.
+    pub supported: Vec<String>,
+}
+
+impl Hello {
+    fn of(header: &Value) -> Hello {
+        Hello {
+            version: header["version"].as_str().unwrap_or("unknown").to_string(),
+            supported: header["supported"]
+                .as_array()
+                .map(|a| a.iter().filter_map(|v| v.as_str().map(String::from)).collect())
+                .unwrap_or_default(),
+        }
+    }
+}
+
+/// The main file as the validator gets it: its bytes, and where they were
+/// read from when they are a plain file on disk (Node then reads the file
+/// itself and the bytes cross the pipe only if that read fails).
+#[derive(Debug, Clone, Copy)]
+pub struct Main<'a> {
+    /// The bytes meshcheck read.
+    pub bytes: &'a [u8],
+    /// The plain file they were read from, if any.
+    pub path: Option<&'a Path>,
+}
+
+/// A path as the driver gets it: absolute (Node's working directory is
+/// meshcheck's, but an absolute path needs no such agreement) and UTF-8
+/// (JSON carries no other); `None` sends the bytes instead.
+fn wire_path(path: &Path) -> Option<String> {
+    std::path::absolute(path).ok()?.to_str().map(String::from)
+}
+
 fn write_frame(w: &mut impl Write, header: &Value, payload: &[u8]) -> std::io::Result<()> {
     let json = serde_json::to_vec(header)?;
     let total = 4 + json.len() + payload.len();
@@ -201,6 +251,8 @@ struct Process {
     stdin: ChildStdin,
     frames: Receiver<std::io::Result<Frame>>,
     next_id: u64,
+    /// Whether its handshake has arrived (until then the timeout does not run).
+    ready: bool,
 }
 
 impl Drop for Process {
@@ -211,7 +263,10 @@ impl Drop for Process {
 }
 
 impl Process {
-    fn spawn(install: &Install, startup: Duration) -> Result<(Process, String, Vec<String>)> {
+    /// Starts a driver without waiting for it. Its first frame is the
+    /// handshake, which also goes to `hello` when given (the pool's first
+    /// process), or why there was none.
+    fn spawn(install: &Install, hello: Option<SyncSender<std::result::Result<Hello, String>>>) -> Result<Process> {
         let mut child = Command::new(&install.node)
             .arg("-e")
             .arg(DRIVER_JS)
@@ -230,8 +285,19 @@ impl Process {
             .name("gltf-validator-reader".into())
             .spawn(move || {
                 let mut r = BufReader::with_capacity(1 << 16, stdout);
+                let mut hello = hello;
                 loop {
                     let f = read_frame(&mut r);
+                    if let Some(h) = hello.take() {
+                        let _ = h.send(match &f {
+                            Ok((header, _)) if header["type"] == "ready" => Ok(Hello::of(header)),
+                            Ok((header, _)) => Err(format!("its driver said {header} instead of ready")),
+                            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => {
+                                Err("the Node process exited at start; is the package intact?".into())
+                            }
+                            Err(e) => Err(format!("the Node process exited at start ({e}); is the package intact?")),
+                        });
+                    }
                     let stop = f.is_err();
                     if tx.send(f).is_err() || stop {
                         return;
@@ -239,36 +305,32 @@ impl Process {
                 }
             })
             .map_err(|e| Error::new(ErrorCode::Internal, format!("cannot start a reader thread: {e}")))?;
-        let p = Process { child, stdin, frames: rx, next_id: 0 };
-        let ready = match p.frames.recv_timeout(startup) {
-            Ok(Ok((h, _))) if h["type"] == "ready" => h,
-            Ok(Ok((h, _))) => return Err(not_found(&format!("its driver said {h} instead of ready"))),
-            Ok(Err(e)) => {
-                return Err(not_found(&format!("the Node process exited at start ({e}); is the package intact?")));
-            }
-            Err(_) => return Err(not_found("the Node process did not start in time")),
-        };
-        let version = ready["version"].as_str().unwrap_or("unknown").to_string();
-        let supported = ready["supported"]
-            .as_array()
-            .map(|a| a.iter().filter_map(|v| v.as_str().map(String::from)).collect())
-            .unwrap_or_default();
-        Ok((p, version, supported))
+        Ok(Process { child, stdin, frames: rx, next_id: 0, ready: false })
     }
 
     /// Validates one file; `Err` means the process must be discarded.
     fn validate(
         &mut self,
         uri: &str,
-        bytes: &[u8],
+        main: Main<'_>,
         resolver: &dyn Resolver,
         timeout: Duration,
     ) -> std::result::Result<Findings, Failure> {
         let id = self.next_id;
         self.next_id += 1;
-        let deadline = Instant::now() + timeout;
+        // A process still starting gets its startup time on top of the timeout.
+        let mut deadline = Instant::now() + timeout + if self.ready { Duration::ZERO } else { STARTUP };
         let crashed = |e: std::io::Error| Failure::Crashed(e.to_string());
-        write_frame(&mut self.stdin, &json!({"type": "validate", "id": id, "uri": uri}), bytes).map_err(crashed)?;
+        let by_path = main.path.and_then(wire_path);
+        match &by_path {
+            Some(path) => write_frame(
+                &mut self.stdin,
+                &json!({"type": "validate", "id": id, "uri": uri, "path": path, "size": main.bytes.len()}),
+                &[],
+            ),
+            None => write_frame(&mut self.stdin, &json!({"type": "validate", "id": id, "uri": uri}), main.bytes),
+        }
+        .map_err(crashed)?;
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
             let (header, _) = match self.frames.recv_timeout(left) {
@@ -277,27 +339,33 @@ impl Process {
                 Err(RecvTimeoutError::Timeout) => return Err(Failure::TimedOut),
                 Err(RecvTimeoutError::Disconnected) => return Err(Failure::Crashed("the process exited".into())),
             };
+            if header["type"] == "ready" && !self.ready {
+                self.ready = true;
+                deadline = Instant::now() + timeout;
+                continue;
+            }
             if header["id"].as_u64() != Some(id) {
                 continue; // A late frame from a validation that was abandoned.
             }
             match header["type"].as_str() {
+                Some("bytes") => {
+                    // The file could not be read by path: the bytes meshcheck holds.
+                    write_frame(&mut self.stdin, &json!({"type": "bytes", "id": id}), main.bytes).map_err(crashed)?;
+                }
                 Some("resource") => {
                     let uri = header["uri"].as_str().unwrap_or_default();
                     let req = header["req"].clone();
-                    let reply = match classify_uri(uri) {
-                        UriKind::Relative(p) => match normalise(&p).map(|n| resolver.fetch(&n)) {
-                            Some(Ok(bytes)) => Ok(bytes),
-                            Some(Err(e)) => Err(format!("Could not load '{uri}': {}", e.reason())),
-                            None => Err(format!("Could not load '{uri}': the path leaves the asset's folder")),
-                        },
-                        UriKind::Unfetchable(e) => Err(format!("Could not load '{uri}': {}", e.reason())),
-                        UriKind::Data => Err("data: URIs are read by the validator itself".into()),
-                    };
-                    let sent = match reply {
-                        Ok(b) => {
+                    let local = header["local"].as_bool().unwrap_or(false);
+                    let sent = match resource(uri, resolver, local) {
+                        Reply::Path(path, size) => write_frame(
+                            &mut self.stdin,
+                            &json!({"type": "resource", "req": req, "found": true, "path": path, "size": size}),
+                            &[],
+                        ),
+                        Reply::Bytes(b) => {
                             write_frame(&mut self.stdin, &json!({"type": "resource", "req": req, "found": true}), &b)
                         }
-                        Err(reason) => write_frame(
+                        Reply::Missing(reason) => write_frame(
                             &mut self.stdin,
                             &json!({"type": "resource", "req": req, "found": false, "reason": reason}),
                             &[],
@@ -318,39 +386,131 @@ impl Process {
     }
 }
 
+/// meshcheck's answer to the validator's request for a resource.
+enum Reply {
+    /// A plain file on disk that Node reads itself: its path and size.
+    Path(String, u64),
+    /// The resource's bytes.
+    Bytes(Vec<u8>),
+    /// Why it cannot be had (the text the validator records).
+    Missing(String),
+}
+
+/// Resolves a resource the validator asks for. With `local`, a plain file in
+/// the resolver's folder is answered with its path (what the resolver would
+/// read: the same file, under the same size limit); anything else, and every
+/// refusal, comes from the resolver itself, so its messages are the loader's.
+fn resource(uri: &str, resolver: &dyn Resolver, local: bool) -> Reply {
+    let rel = match classify_uri(uri) {
+        UriKind::Relative(p) => p,
+        UriKind::Unfetchable(e) => return Reply::Missing(format!("Could not load '{uri}': {}", e.reason())),
+        UriKind::Data => return Reply::Missing("data: URIs are read by the validator itself".into()),
+    };
+    let Some(rel) = normalise(&rel) else {
+        return Reply::Missing(format!("Could not load '{uri}': the path leaves the asset's folder"));
+    };
+    if local && let Some(dir) = resolver.base_dir() {
+        let full = dir.join(&rel);
+        if let Ok(meta) = std::fs::metadata(&full)
+            && meta.is_file()
+            && meta.len() <= MAX_RESOURCE_BYTES
+            && let Some(path) = wire_path(&full)
+        {
+            return Reply::Path(path, meta.len());
+        }
+    }
+    match resolver.fetch(&rel) {
+        Ok(bytes) => Reply::Bytes(bytes),
+        Err(e) => Reply::Missing(format!("Could not load '{uri}': {}", e.reason())),
+    }
+}
+
 /// A pool of warm validator processes.
 pub struct Validator {
     install: Install,
     idle: Mutex<Vec<Process>>,
     /// Per-file timeout.
     pub timeout: Duration,
-    /// The validator's version (from the first process started).
-    pub version: String,
-    /// Extensions the validator checks.
-    pub supported: Vec<String>,
+    /// The first process's handshake, until [`Validator::ready`] takes it.
+    hello: Mutex<Option<Receiver<std::result::Result<Hello, String>>>>,
+    /// What the first process said: its version and extensions, or why it did not start.
+    started: OnceLock<std::result::Result<Hello, Error>>,
 }
 
 impl std::fmt::Debug for Validator {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Validator").field("install", &self.install).field("version", &self.version).finish()
+        f.debug_struct("Validator").field("install", &self.install).field("timeout", &self.timeout).finish()
     }
 }
 
 impl Validator {
-    /// Locates the validator and starts one process (so that a missing or
-    /// broken install is reported before any file is read).
+    /// Locates the validator and starts one process, without waiting for it
+    /// to load (a missing Node or package is reported here, before any file
+    /// is read; a package that fails to load, by [`Validator::ready`]).
     pub fn start(timeout: Duration) -> Result<Validator> {
         let install = locate()?;
         Validator::with_install(install, timeout)
     }
 
-    /// Starts a pool for a given install.
+    /// Starts a pool for a given install (one process, loading in the background).
     pub fn with_install(install: Install, timeout: Duration) -> Result<Validator> {
-        let (p, version, supported) = Process::spawn(&install, Duration::from_secs(30))?;
-        Ok(Validator { install, idle: Mutex::new(vec![p]), timeout, version, supported })
+        let (tx, rx) = sync_channel(1);
+        let p = Process::spawn(&install, Some(tx))?;
+        Ok(Validator {
+            install,
+            idle: Mutex::new(vec![p]),
+            timeout,
+            hello: Mutex::new(Some(rx)),
+            started: OnceLock::new(),
+        })
     }
 
-    /// The process-wide default pool, started on first use.
+    /// Starts processes until `n` are idle, so that `n` files validated at
+    /// once each find one already loading (a folder run starts as many as it
+    /// validates in parallel, while it reads the first files).
+    pub fn prestart(&self, n: usize) {
+        let Ok(mut idle) = self.idle.lock() else { return };
+        while idle.len() < n {
+            match Process::spawn(&self.install, None) {
+                Ok(p) => idle.push(p),
+                Err(_) => return, // The next validation reports it.
+            }
+        }
+    }
+
+    /// Waits for the first process's handshake: the validator's version and
+    /// extensions, or the environment error (with the command that fixes it)
+    /// when Node could not load the package.
+    pub fn ready(&self) -> Result<&Hello> {
+        self.started
+            .get_or_init(|| {
+                let rx = self.hello.lock().ok().and_then(|mut h| h.take());
+                match rx.map(|rx| rx.recv_timeout(STARTUP)) {
+                    Some(Ok(Ok(hello))) => Ok(hello),
+                    Some(Ok(Err(why))) => Err(not_found(&why)),
+                    Some(Err(RecvTimeoutError::Timeout)) => Err(not_found("the Node process did not start in time")),
+                    Some(Err(RecvTimeoutError::Disconnected)) | None => {
+                        Err(not_found("the Node process exited at start; is the package intact?"))
+                    }
+                }
+            })
+            .as_ref()
+            .map_err(Clone::clone)
+    }
+
+    /// The environment error when the first process is known to have failed
+    /// to load the validator (without waiting for it).
+    pub fn failed(&self) -> Option<Error> {
+        self.started.get().and_then(|s| s.as_ref().err().cloned())
+    }
+
+    /// The validator's version (from the first process's handshake).
+    pub fn version(&self) -> Result<String> {
+        self.ready().map(|h| h.version.clone())
+    }
+
+    /// The process-wide default pool, started on first use (and waited for:
+    /// a package that does not load is the error here).
     pub fn global() -> Result<Arc<Validator>> {
         static GLOBAL: OnceLock<std::result::Result<Arc<Validator>, Error>> = OnceLock::new();
         GLOBAL
@@ -361,7 +521,10 @@ impl Validator {
                     .filter(|s| *s > 0.0)
                     .map(Duration::from_secs_f64)
                     .unwrap_or(DEFAULT_TIMEOUT);
-                Validator::start(timeout).map(Arc::new)
+                // The service refuses to start without the validator: wait for it here.
+                let v = Validator::start(timeout)?;
+                v.ready()?;
+                Ok(Arc::new(v))
             })
             .clone()
     }
@@ -369,14 +532,26 @@ impl Validator {
     /// Validates one file's main bytes, serving external resources from `resolver`.
     /// `uri` is the name shown in messages (a file name, never a local path).
     pub fn validate(&self, uri: &str, bytes: &[u8], resolver: &dyn Resolver) -> std::result::Result<Findings, Failure> {
+        self.validate_main(uri, Main { bytes, path: None }, resolver)
+    }
+
+    /// [`Validator::validate`] of a main file that may be a plain file on
+    /// disk ([`Main::path`]), which Node then reads itself.
+    pub fn validate_main(
+        &self,
+        uri: &str,
+        main: Main<'_>,
+        resolver: &dyn Resolver,
+    ) -> std::result::Result<Findings, Failure> {
+        if let Some(Err(e)) = self.started.get() {
+            return Err(Failure::Crashed(e.message.clone()));
+        }
         let taken = self.idle.lock().map(|mut v| v.pop()).unwrap_or(None);
         let mut process = match taken {
             Some(p) => p,
-            None => Process::spawn(&self.install, Duration::from_secs(30))
-                .map(|(p, _, _)| p)
-                .map_err(|e| Failure::Crashed(e.message))?,
+            None => Process::spawn(&self.install, None).map_err(|e| Failure::Crashed(e.message))?,
         };
-        let result = process.validate(uri, bytes, resolver, self.timeout);
+        let result = process.validate(uri, main, resolver, self.timeout);
         match &result {
             // A healthy process goes back to the pool; a timed-out or crashed one is dropped (killed).
             Ok(_) | Err(Failure::Rejected(_)) => {
@@ -391,6 +566,7 @@ impl Validator {
 
     /// Name and version for the report's `validator` field.
     pub fn info(&self) -> crate::report::EngineInfo {
-        crate::report::EngineInfo { name: "Khronos glTF-Validator".into(), version: self.version.clone() }
+        let version = self.version().unwrap_or_else(|_| "unknown".into());
+        crate::report::EngineInfo { name: "Khronos glTF-Validator".into(), version }
     }
 }
