@@ -7,13 +7,10 @@
 //! 50, which cut the geometry pass on a 1M-triangle mesh by about a quarter
 //! (BENCHMARKS.md). Where the kernel has huge pages off, the call does nothing.
 //!
-//! glibc's malloc also gets a fixed mmap threshold of 1 MiB at start: every
-//! block that large is its own mapping, handed back to the kernel when it is
-//! freed. Left to itself, glibc raises the threshold after each large free
-//! (up to 32 MiB), so later large arrays come from the heap and stay resident
-//! after the checks that made them are done; on a 36 MB GLB that kept the
-//! peak about 50 MB higher (BENCHMARKS.md, "Memory and throughput by size").
-//! Setting glibc's `MALLOC_MMAP_THRESHOLD_` in the environment keeps its value.
+//! glibc's mmap threshold is left to glibc. A fixed 1 MiB threshold lowered
+//! the peak of a 36 MB GLB by about 40 MB but made folder runs of small files
+//! 10-20 % slower (every 4 MB UV raster mapped, zeroed and unmapped again);
+//! BENCHMARKS.md, "Memory and throughput by size".
 
 use std::alloc::{GlobalAlloc, Layout, System};
 
@@ -73,19 +70,6 @@ unsafe impl GlobalAlloc for HugePageHint {
 #[global_allocator]
 static ALLOCATOR: HugePageHint = HugePageHint;
 
-/// Blocks at least this large are mapped on their own and unmapped when freed.
-#[cfg(all(target_os = "linux", target_env = "gnu"))]
-const MMAP_THRESHOLD_BYTES: libc::c_int = 1 << 20;
-
 fn main() {
-    // glibc's own tunable, when an operator sets it, wins.
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    if std::env::var_os("MALLOC_MMAP_THRESHOLD_").is_none() {
-        // SAFETY: mallopt only changes the allocator's tuning; it is called
-        // before any other thread exists.
-        unsafe {
-            libc::mallopt(libc::M_MMAP_THRESHOLD, MMAP_THRESHOLD_BYTES);
-        }
-    }
     std::process::exit(meshcheck::cli::main());
 }
