@@ -237,6 +237,13 @@ fn time_process(cmd: &mut Command, out: &Path) -> Duration {
 
 /// `meshcheck validate PATH --format json` with SPEC-001 on (checks_only,
 /// no meshcheck.toml), and `extra` arguments.
+/// `node benches/SCRIPT ARG`: the bare validator, the peer of every table.
+fn node_cmd(root: &Path, script: &str, arg: &Path) -> Command {
+    let mut c = Command::new("node");
+    c.arg(root.join("benches").join(script)).arg(arg);
+    c
+}
+
 fn meshcheck_cmd(bin: &Path, path: &Path, extra: &[&str]) -> Command {
     let mut c = Command::new(bin);
     c.args(["validate", "--format", "json", "--no-config"]).args(extra).arg(path);
@@ -282,11 +289,7 @@ fn processes(root: &Path, bin: &Path, files: &[PathBuf], runs: usize) {
             &mut [
                 &mut || time_process(&mut meshcheck_cmd(bin, f, &[]), &out),
                 &mut || time_process(&mut meshcheck_cmd(bin, f, &["--only", "SPEC-001"]), &out),
-                &mut || {
-                    let mut c = Command::new("node");
-                    c.arg(root.join("benches/validator_direct.js")).arg(f);
-                    time_process(&mut c, &out)
-                },
+                &mut || time_process(&mut node_cmd(root, "validator_direct.js", f), &out),
             ],
             runs,
         );
@@ -419,11 +422,7 @@ fn folders(root: &Path, bin: &Path, tmp: &Path, runs: usize) {
                     t
                 },
                 &mut || time_process(&mut meshcheck_cmd(bin, dir, &["--only", "SPEC-001"]), &out),
-                &mut || {
-                    let mut c = Command::new("node");
-                    c.arg(root.join("benches/validator_folder.js")).arg(dir);
-                    time_process(&mut c, &out)
-                },
+                &mut || time_process(&mut node_cmd(root, "validator_folder.js", dir), &out),
             ],
             runs,
         );

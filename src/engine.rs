@@ -217,14 +217,7 @@ fn validate_source(
         let checks = run_checks(&a, opts, None, render.as_ref());
         Ok((a, checks, render))
     };
-    let load = |opened: &asset::Opened| {
-        let start = std::time::Instant::now();
-        let loaded = asset::load_opened_with(opened, load_options);
-        if std::env::var_os(TIMINGS_ENV).is_some() {
-            eprintln!("load {:.1} ms", start.elapsed().as_secs_f64() * 1e3);
-        }
-        loaded
-    };
+    let load = |opened: &asset::Opened| timed(|| "load".into(), || asset::load_opened_with(opened, load_options));
     let (loaded, spec) = match validator.as_ref() {
         // The reference validator runs beside the loader, the renderer and the checks.
         Some(v) => std::thread::scope(|s| {
@@ -304,22 +297,15 @@ pub fn run_checks(
     // side by side with the others on the thread pool. Results keep catalog
     // order, whatever the scheduling.
     let selected = |def: &CheckDef| opts.selection.runs(def.id);
-    let timings = std::env::var_os(TIMINGS_ENV).is_some();
     let run = |(idx, def): (usize, &&'static CheckDef)| {
-        let start = std::time::Instant::now();
-        let r = run_check(def, asset, opts, spec, render);
-        if timings {
-            eprintln!("check {} {:.1} ms", def.id, start.elapsed().as_secs_f64() * 1e3);
-        }
-        (idx, r)
+        (idx, timed(|| format!("check {}", def.id), || run_check(def, asset, opts, spec, render)))
     };
     let (mut results, others): (Indexed, Indexed) = rayon::join(
         || {
-            let start = std::time::Instant::now();
-            catalog::prepare(&Ctx { asset, profile: &opts.profile, spec, render }, &selected);
-            if timings {
-                eprintln!("shared data (welded world mesh) {:.1} ms", start.elapsed().as_secs_f64() * 1e3);
-            }
+            timed(
+                || "shared data (welded world mesh)".into(),
+                || catalog::prepare(&Ctx { asset, profile: &opts.profile, spec, render }, &selected),
+            );
             CATALOG.par_iter().enumerate().filter(|(_, d)| catalog::reads_world(d)).map(run).collect()
         },
         || CATALOG.par_iter().enumerate().filter(|(_, d)| !catalog::reads_world(d)).map(run).collect(),
@@ -335,6 +321,18 @@ type Indexed = Vec<(usize, CheckResult)>;
 /// Set (to anything) to print each check's wall time to stderr: a
 /// developer's aid for finding where the time goes (BENCHMARKS.md).
 pub const TIMINGS_ENV: &str = "MESHCHECK_CHECK_TIMES";
+
+/// Runs `work`; with [`TIMINGS_ENV`] set, prints `what()` and its wall time
+/// to stderr (the label is only built then).
+fn timed<T>(what: impl FnOnce() -> String, work: impl FnOnce() -> T) -> T {
+    static ON: std::sync::LazyLock<bool> = std::sync::LazyLock::new(|| std::env::var_os(TIMINGS_ENV).is_some());
+    let start = std::time::Instant::now();
+    let out = work();
+    if *ON {
+        eprintln!("{} {:.1} ms", what(), start.elapsed().as_secs_f64() * 1e3);
+    }
+    out
+}
 
 /// Builds the report for a loaded asset without SPEC-001's validator
 /// (SPEC-001, if selected, reports skipped); for benchmarks and tests of the

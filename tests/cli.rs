@@ -259,3 +259,25 @@ fn without_the_renderer_full_mode_skips_the_rnd_checks_and_help_lists_what_exist
     assert_eq!(shots.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&shots.stderr).contains("not in this build"));
 }
+
+/// `MESHCHECK_CHECK_TIMES` (the developer's timing aid) writes one line per
+/// measured step to stderr and leaves the report and the exit code alone.
+#[test]
+fn check_times_go_to_stderr_and_leave_the_report_alone() {
+    let file = path("khronos-sample-models/Box.glb");
+    let args = ["validate", file.as_str(), "--format", "json", "--skip", "SPEC-001"];
+    let plain = util::bin().args(args).env_remove("MESHCHECK_CHECK_TIMES").output().unwrap();
+    let timed = util::bin().args(args).env("MESHCHECK_CHECK_TIMES", "1").output().unwrap();
+    assert_eq!(plain.status.code(), timed.status.code());
+    let strip = |o: &std::process::Output| {
+        let mut v = json(o);
+        v.as_object_mut().unwrap().remove("created_at");
+        v
+    };
+    assert_eq!(strip(&plain), strip(&timed));
+    assert!(String::from_utf8_lossy(&plain.stderr).lines().all(|l| !l.starts_with("check ")));
+    let err = String::from_utf8_lossy(&timed.stderr);
+    for step in ["load ", "shared data (welded world mesh) ", "check GEO-002 ", "check UV-005 "] {
+        assert!(err.lines().any(|l| l.starts_with(step) && l.ends_with(" ms")), "no {step:?} line in {err}");
+    }
+}

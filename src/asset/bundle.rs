@@ -60,6 +60,14 @@ pub trait Resolver: Send + Sync {
     fn base_dir(&self) -> Option<&std::path::Path> {
         None
     }
+
+    /// `path` as a plain file on disk that [`Resolver::fetch`] would read,
+    /// with its size, when resources are files; `None` otherwise (then
+    /// `fetch` says why). Lets another reader (the validator's Node process)
+    /// open the same file under the same rules.
+    fn file(&self, _path: &str) -> Option<(PathBuf, u64)> {
+        None
+    }
 }
 
 /// No external resources at all.
@@ -89,6 +97,19 @@ impl Resolver for DirResolver {
     }
 
     fn fetch(&self, path: &str) -> std::result::Result<Vec<u8>, Unresolved> {
+        let (full, _) = self.admit(path)?;
+        std::fs::read(&full).map_err(|e| Unresolved::Io(e.to_string()))
+    }
+
+    fn file(&self, path: &str) -> Option<(PathBuf, u64)> {
+        self.admit(path).ok()
+    }
+}
+
+impl DirResolver {
+    /// The rule a resource file passes: a plain file (links followed) of at
+    /// most [`MAX_RESOURCE_BYTES`]; its full path and size.
+    fn admit(&self, path: &str) -> std::result::Result<(PathBuf, u64), Unresolved> {
         let full = self.base.join(path);
         let meta = std::fs::metadata(&full).map_err(|e| match e.kind() {
             std::io::ErrorKind::NotFound => Unresolved::NotFound,
@@ -100,7 +121,7 @@ impl Resolver for DirResolver {
         if meta.len() > MAX_RESOURCE_BYTES {
             return Err(Unresolved::Refused(format!("{} bytes is over the 1 GiB resource limit", meta.len())));
         }
-        std::fs::read(&full).map_err(|e| Unresolved::Io(e.to_string()))
+        Ok((full, meta.len()))
     }
 }
 

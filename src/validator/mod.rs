@@ -22,7 +22,7 @@
 //! handshake) kills its process (a new one starts on the next call); so does
 //! a crash.
 
-use crate::asset::bundle::{MAX_RESOURCE_BYTES, Resolver, UriKind, classify_uri, normalise};
+use crate::asset::bundle::{Resolver, UriKind, classify_uri, normalise};
 use crate::error::{Error, ErrorCode, Result};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
@@ -409,15 +409,11 @@ fn resource(uri: &str, resolver: &dyn Resolver, local: bool) -> Reply {
     let Some(rel) = normalise(&rel) else {
         return Reply::Missing(format!("Could not load '{uri}': the path leaves the asset's folder"));
     };
-    if local && let Some(dir) = resolver.base_dir() {
-        let full = dir.join(&rel);
-        if let Ok(meta) = std::fs::metadata(&full)
-            && meta.is_file()
-            && meta.len() <= MAX_RESOURCE_BYTES
-            && let Some(path) = wire_path(&full)
-        {
-            return Reply::Path(path, meta.len());
-        }
+    if local
+        && let Some((full, size)) = resolver.file(&rel)
+        && let Some(path) = wire_path(&full)
+    {
+        return Reply::Path(path, size);
     }
     match resolver.fetch(&rel) {
         Ok(bytes) => Reply::Bytes(bytes),
