@@ -75,7 +75,8 @@ pub fn rgba8_mip_chain_bytes(width: u32, height: u32) -> u64 {
     let (mut w, mut h) = (width.max(1) as u64, height.max(1) as u64);
     let mut total = 0u64;
     loop {
-        total = total.saturating_add(w * h * 4);
+        // Saturating: a header may claim 2^32 - 1 on each side (a fuzzer find).
+        total = total.saturating_add(w.saturating_mul(h).saturating_mul(4));
         if w == 1 && h == 1 {
             return total;
         }
@@ -233,6 +234,9 @@ mod tests {
         assert_eq!(rgba8_mip_chain_bytes(256, 256), 349_524);
         assert_eq!(rgba8_mip_chain_bytes(2048, 2048), 22_369_620);
         assert_eq!(rgba8_mip_chain_bytes(1, 1), 4);
+        // A PNG header may claim about 2^32 on each side: the estimate saturates
+        // (fuzzer find, fuzz/regressions/ktx2/fuzzer-found-png-4g-sides.png).
+        assert_eq!(rgba8_mip_chain_bytes(u32::MAX, u32::MAX), u64::MAX);
     }
 
     #[test]
