@@ -32,7 +32,8 @@
 //! ci`, or MESHCHECK_GLTF_VALIDATOR naming the package folder).
 //! MESHCHECK_BENCH_RUNS sets the runs per row (default 7 warm, 5 process
 //! and folder); the process rows use the benchmark's own build of
-//! `meshcheck` (target/release/meshcheck).
+//! `meshcheck` (target/release/meshcheck). MESHCHECK_BENCH_KEEP=1 keeps the
+//! generated inputs (the temporary folder it prints) for profiling by hand.
 
 /// The test support (code-built assets under `testkit`), shared with the
 /// integration tests.
@@ -162,7 +163,11 @@ fn main() {
     if want("folder") {
         folders(&root, meshcheck, &tmp, runs_env.unwrap_or(5).max(3));
     }
-    let _ = std::fs::remove_dir_all(&tmp);
+    if std::env::var_os("MESHCHECK_BENCH_KEEP").is_some() {
+        println!("\nInputs kept in {} (MESHCHECK_BENCH_KEEP).", tmp.display());
+    } else {
+        let _ = std::fs::remove_dir_all(&tmp);
+    }
 }
 
 fn warm(root: &Path, validator: &std::sync::Arc<Validator>, files: &[PathBuf], runs: usize) {
