@@ -261,6 +261,71 @@ fn a_crashed_validator_is_restarted() {
     assert_eq!(c.measured["messages"][0]["code"], "X");
 }
 
+/// `n` validations at once on `v`, from threads, each of `files[k % len]`;
+/// their outcomes in order.
+fn at_once(
+    v: &Arc<Validator>,
+    files: &[(&str, Vec<u8>)],
+    n: usize,
+) -> Vec<Result<meshcheck::validator::Findings, meshcheck::validator::Failure>> {
+    std::thread::scope(|s| {
+        let handles: Vec<_> = (0..n)
+            .map(|k| {
+                let (name, bytes) = &files[k % files.len()];
+                let v = v.clone();
+                let h = s.spawn(move || v.validate(name, bytes, &meshcheck::asset::bundle::NoResources));
+                // Sent in order: the driver's queue is the order of arrival.
+                std::thread::sleep(Duration::from_millis(30));
+                h
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    })
+}
+
+#[test]
+fn validations_queue_on_one_process_and_each_gets_its_own_answer() {
+    // One process, eight files in flight: each answer is its own file's
+    // (the errors differ), as the same files one at a time give.
+    let v = Arc::new(Validator::start(Duration::from_secs(60)).unwrap());
+    v.limit(1);
+    let clean = box_glb();
+    let broken = br#"{"asset":{"version":"2.0"},"nodes":[{"mesh":7}]}"#.to_vec();
+    let files = [("clean.glb", clean), ("broken.gltf", broken)];
+    let alone: Vec<_> =
+        files.iter().map(|(n, b)| v.validate(n, b, &meshcheck::asset::bundle::NoResources).unwrap()).collect();
+    assert_eq!(alone[0].errors, 0);
+    assert!(alone[1].errors >= 1, "{:?}", alone[1]);
+    for (k, r) in at_once(&v, &files, 8).into_iter().enumerate() {
+        assert_eq!(r.unwrap(), alone[k % 2], "validation {k}");
+    }
+}
+
+#[test]
+fn files_queued_behind_a_stuck_or_crashing_one_are_validated_elsewhere() {
+    // The first file hangs (or kills Node); the three queued behind it on
+    // the same process had not begun: they are answered by a new process.
+    for (body, first) in
+        [("return new Promise(() => {});", "validator timed out"), ("process.exit(3);", "validator crashed")]
+    {
+        let (_dir, install) = fake_package(&format!(
+            "if (data.length > 1000) {{ {body} }} return Promise.resolve({{validatorVersion: 'fake', issues: {{numErrors: 0, numWarnings: 0, numInfos: 0, numHints: 0, messages: []}}, info: {{}}}});"
+        ));
+        let v = Arc::new(Validator::with_install(install, Duration::from_millis(1500)).unwrap());
+        v.ready().unwrap();
+        v.limit(1);
+        let tiny = br#"{"asset":{"version":"2.0"}}"#.to_vec();
+        let files =
+            [("box.glb", box_glb()), ("tiny.gltf", tiny.clone()), ("tiny.gltf", tiny.clone()), ("tiny.gltf", tiny)];
+        let out = at_once(&v, &files, 4);
+        let reason = out[0].as_ref().unwrap_err().reason();
+        assert!(reason.starts_with(first), "{reason}");
+        for r in &out[1..] {
+            assert_eq!(r.as_ref().unwrap().errors, 0, "{r:?}");
+        }
+    }
+}
+
 #[test]
 fn a_missing_install_is_an_environment_error_with_the_fix() {
     let box_path = util::model("khronos-sample-models/Box.glb");

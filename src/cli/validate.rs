@@ -167,12 +167,17 @@ pub fn plan(args: &ValidateArgs, jobs: &[Job]) -> Result<Plan> {
         // One pool per run, started before any file is read so that a missing
         // Node or package is reported once, with the command that fixes it.
         // Node loads the validator while the files are read (`run` waits for
-        // it only where a file needs it), and one process is started for
-        // each file validated at once.
+        // it only where a file needs it). One process for every two files
+        // validated at once, each kept busy with the next file queued behind
+        // the one it validates: the checks of those files run on the other
+        // cores, and each process compiles the validator's code only once
+        // (BENCHMARKS.md, "SPEC-001 overhead").
         let timeout = std::time::Duration::from_secs_f64(args.validator_timeout);
         let pool = std::sync::Arc::new(crate::validator::Validator::start(timeout)?);
         let validated = per_job.iter().filter(|(i, _)| options[*i].runs_validator()).count();
-        pool.prestart(validated.min(threads(args)));
+        let processes = validated.min(threads(args)).div_ceil(2).max(1);
+        pool.limit(processes);
+        pool.prestart(processes);
         options.iter_mut().for_each(|o| o.validator = Some(pool.clone()));
     }
     options.iter_mut().for_each(|o| o.watermark = args.watermark.clone());

@@ -11,6 +11,8 @@
 //               {type:"resource", req, found, reason?, path?, size?} + the
 //               resource bytes (none when `path` names the file to read).
 // Node -> Rust: {type:"ready", version, supported};
+//               {type:"started", id} as a validation begins (they run one at
+//               a time, in the order sent; later ones wait in the queue);
 //               {type:"bytes", id, reason} when `path` could not be read as
 //               announced (gone, another size): meshcheck sends the bytes;
 //               {type:"resource", id, req, uri, local} when the validator asks
@@ -138,6 +140,9 @@ function bytesOf(header, payload) {
 
 function validate(header, payload) {
   const id = header.id;
+  // Validations run one at a time in the order sent; meshcheck's timeout for
+  // this one runs from here.
+  send({ type: 'started', id });
   // One request, and one copy, per URI: a document whose thousand buffers
   // name one file gets that file once (it would otherwise be held a
   // thousand times over).
@@ -160,7 +165,8 @@ function validate(header, payload) {
 
 function onFrame(header, payload) {
   if (header.type === 'validate') {
-    // One validation at a time; resource replies are handled immediately.
+    // One validation at a time, the next already queued while this one
+    // runs; resource replies are handled immediately.
     queue = queue.then(() => validate(header, payload));
   } else if (header.type === 'bytes') {
     const resolve = wanted.get(header.id);

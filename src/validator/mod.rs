@@ -13,23 +13,29 @@
 //! bytes meshcheck holds, so the findings never depend on the route.
 //!
 //! A [`Validator`] is a pool of such processes: the CLI uses one per run
-//! (as many processes as files validated at once), the service keeps it warm.
+//! (one process for every two files validated at once), the service keeps it
+//! warm (a process for each validation in flight). A process takes several
+//! validations at a time: the driver queues them and runs them in order, so
+//! it goes from one file to the next without waiting for meshcheck to finish
+//! the last one's report and read the next file.
 //! Processes start without waiting: Node loads the validator while meshcheck
 //! reads and opens the input, and the first request waits in the pipe until
 //! the driver is ready; [`Validator::ready`] waits for the first process's
 //! handshake and turns a broken install into the environment error. A
-//! validation that exceeds the timeout (counted from the process's
-//! handshake) kills its process (a new one starts on the next call); so does
-//! a crash.
+//! validation that exceeds the timeout (counted from the driver's `started`
+//! for it) kills its process; so does a crash. The validations queued behind
+//! it had not begun: they go to another process (a new one when needed).
 
 use crate::asset::bundle::{Resolver, UriKind, classify_uri, normalise};
 use crate::error::{Error, ErrorCode, Result};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
+use std::collections::HashMap;
 use std::io::{BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender, channel, sync_channel};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender, SyncSender, channel, sync_channel};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -245,20 +251,58 @@ fn read_frame(r: &mut impl Read) -> std::io::Result<Frame> {
     Ok((serde_json::from_slice(&json)?, payload))
 }
 
-/// One running driver process.
+/// Where a process's frames go: the validation each belongs to (by id), and
+/// why the process ended once its reader has stopped.
+#[derive(Default)]
+struct Routes {
+    to: HashMap<u64, Sender<Frame>>,
+    ended: Option<String>,
+}
+
+/// One running driver process, shared by the validations in flight on it.
+///
+/// The driver takes validations one at a time, in the order sent, and says
+/// `started` as it begins each; requests sent while it works wait in its
+/// queue, so it goes from one file to the next without waiting for
+/// meshcheck. A reader thread hands every frame to the validation whose id
+/// it carries; writes to stdin take the lock one frame at a time.
 struct Process {
-    child: Child,
-    stdin: ChildStdin,
-    frames: Receiver<std::io::Result<Frame>>,
-    next_id: u64,
-    /// Whether its handshake has arrived (until then the timeout does not run).
-    ready: bool,
+    child: Mutex<Child>,
+    stdin: Mutex<ChildStdin>,
+    routes: Arc<Mutex<Routes>>,
+    next_id: AtomicU64,
+    /// Validations sent and not yet answered.
+    in_flight: AtomicUsize,
+    /// Killed (a validation timed out) or ended: it takes no more work.
+    broken: Arc<AtomicBool>,
 }
 
 impl Drop for Process {
     fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        if let Ok(mut child) = self.child.lock() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+/// How one validation on a shared process ended.
+enum Attempt {
+    /// Its outcome.
+    Done(std::result::Result<Findings, Failure>),
+    /// The process ended before the driver began this validation (another
+    /// one crashed it or timed out): innocent, it is tried again elsewhere.
+    Again,
+}
+
+/// Takes a validation's route out of the map when it ends, however it ends.
+struct Unroute<'a>(&'a Mutex<Routes>, u64);
+
+impl Drop for Unroute<'_> {
+    fn drop(&mut self) {
+        if let Ok(mut r) = self.0.lock() {
+            r.to.remove(&self.1);
+        }
     }
 }
 
@@ -280,107 +324,157 @@ impl Process {
         let stdout = child.stdout.take().expect("piped stdout");
         widen_pipe(&stdin);
         widen_pipe(&stdout);
-        let (tx, rx) = channel();
-        std::thread::Builder::new()
-            .name("gltf-validator-reader".into())
-            .spawn(move || {
-                let mut r = BufReader::with_capacity(1 << 16, stdout);
-                let mut hello = hello;
-                loop {
-                    let f = read_frame(&mut r);
-                    if let Some(h) = hello.take() {
-                        let _ = h.send(match &f {
-                            Ok((header, _)) if header["type"] == "ready" => Ok(Hello::of(header)),
-                            Ok((header, _)) => Err(format!("its driver said {header} instead of ready")),
-                            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => {
-                                Err("the Node process exited at start; is the package intact?".into())
-                            }
-                            Err(e) => Err(format!("the Node process exited at start ({e}); is the package intact?")),
-                        });
-                    }
-                    let stop = f.is_err();
-                    if tx.send(f).is_err() || stop {
-                        return;
-                    }
+        let routes = Arc::new(Mutex::new(Routes::default()));
+        let broken = Arc::new(AtomicBool::new(false));
+        let (their_routes, their_broken) = (routes.clone(), broken.clone());
+        let reader = std::thread::Builder::new().name("gltf-validator-reader".into()).spawn(move || {
+            let mut r = BufReader::with_capacity(1 << 16, stdout);
+            let mut hello = hello;
+            let why = loop {
+                let f = read_frame(&mut r);
+                if let Some(h) = hello.take() {
+                    let _ = h.send(match &f {
+                        Ok((header, _)) if header["type"] == "ready" => Ok(Hello::of(header)),
+                        Ok((header, _)) => Err(format!("its driver said {header} instead of ready")),
+                        Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => {
+                            Err("the Node process exited at start; is the package intact?".into())
+                        }
+                        Err(e) => Err(format!("the Node process exited at start ({e}); is the package intact?")),
+                    });
                 }
-            })
-            .map_err(|e| Error::new(ErrorCode::Internal, format!("cannot start a reader thread: {e}")))?;
-        Ok(Process { child, stdin, frames: rx, next_id: 0, ready: false })
+                match f {
+                    Ok((header, payload)) => {
+                        let Some(id) = header["id"].as_u64() else { continue };
+                        if let Ok(r) = their_routes.lock()
+                            && let Some(to) = r.to.get(&id)
+                        {
+                            let _ = to.send((header, payload));
+                        }
+                        // Else a late frame of a validation that was abandoned.
+                    }
+                    Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => break "the process exited".to_string(),
+                    Err(e) => break e.to_string(),
+                }
+            };
+            their_broken.store(true, Ordering::SeqCst);
+            if let Ok(mut r) = their_routes.lock() {
+                r.ended = Some(why);
+                r.to.clear(); // Every waiting validation sees the end.
+            }
+        });
+        if let Err(e) = reader {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(Error::new(ErrorCode::Internal, format!("cannot start a reader thread: {e}")));
+        }
+        Ok(Process {
+            child: Mutex::new(child),
+            stdin: Mutex::new(stdin),
+            routes,
+            next_id: AtomicU64::new(0),
+            in_flight: AtomicUsize::new(0),
+            broken,
+        })
     }
 
-    /// Validates one file; `Err` means the process must be discarded.
-    fn validate(
-        &mut self,
-        uri: &str,
-        main: Main<'_>,
-        resolver: &dyn Resolver,
-        timeout: Duration,
-    ) -> std::result::Result<Findings, Failure> {
-        let id = self.next_id;
-        self.next_id += 1;
-        // A process still starting gets its startup time on top of the timeout.
-        let mut deadline = Instant::now() + timeout + if self.ready { Duration::ZERO } else { STARTUP };
-        let crashed = |e: std::io::Error| Failure::Crashed(e.to_string());
-        let by_path = main.path.and_then(wire_path);
-        match &by_path {
-            Some(path) => write_frame(
-                &mut self.stdin,
-                &json!({"type": "validate", "id": id, "uri": uri, "path": path, "size": main.bytes.len()}),
-                &[],
-            ),
-            None => write_frame(&mut self.stdin, &json!({"type": "validate", "id": id, "uri": uri}), main.bytes),
+    /// Stops the process (a validation on it timed out): the others on it
+    /// see it end and go elsewhere.
+    fn kill(&self) {
+        self.broken.store(true, Ordering::SeqCst);
+        if let Ok(mut child) = self.child.lock() {
+            let _ = child.kill();
         }
-        .map_err(crashed)?;
+    }
+
+    fn send(&self, header: &Value, payload: &[u8]) -> std::io::Result<()> {
+        let mut stdin = self.stdin.lock().map_err(|_| std::io::Error::other("a writer panicked"))?;
+        write_frame(&mut *stdin, header, payload)
+    }
+
+    /// Validates one file on this process, behind the `ahead` validations
+    /// already sent to it. The timeout runs from the driver's `started`;
+    /// until then the wait is bounded by the startup time plus a timeout
+    /// for each validation ahead (each of which is killed at its own).
+    fn validate(&self, uri: &str, main: Main<'_>, resolver: &dyn Resolver, timeout: Duration, ahead: usize) -> Attempt {
+        let id = self.next_id.fetch_add(1, Ordering::SeqCst);
+        let (tx, rx) = channel();
+        {
+            let Ok(mut r) = self.routes.lock() else { return Attempt::Again };
+            if r.ended.is_some() {
+                return Attempt::Again;
+            }
+            r.to.insert(id, tx);
+        }
+        let _unroute = Unroute(&self.routes, id);
+        let by_path = main.path.and_then(wire_path);
+        let sent = match &by_path {
+            Some(path) => self
+                .send(&json!({"type": "validate", "id": id, "uri": uri, "path": path, "size": main.bytes.len()}), &[]),
+            None => self.send(&json!({"type": "validate", "id": id, "uri": uri}), main.bytes),
+        };
+        if sent.is_err() {
+            return Attempt::Again;
+        }
+        let waits = u32::try_from(ahead + 1).unwrap_or(u32::MAX);
+        let mut deadline = Instant::now() + STARTUP + timeout.saturating_mul(waits);
+        let mut started = false;
+        let ended = |started: bool, why: String| {
+            if started { Attempt::Done(Err(Failure::Crashed(why))) } else { Attempt::Again }
+        };
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
-            let (header, _) = match self.frames.recv_timeout(left) {
-                Ok(Ok(f)) => f,
-                Ok(Err(e)) => return Err(Failure::Crashed(e.to_string())),
-                Err(RecvTimeoutError::Timeout) => return Err(Failure::TimedOut),
-                Err(RecvTimeoutError::Disconnected) => return Err(Failure::Crashed("the process exited".into())),
-            };
-            if header["type"] == "ready" && !self.ready {
-                self.ready = true;
-                deadline = Instant::now() + timeout;
-                continue;
-            }
-            if header["id"].as_u64() != Some(id) {
-                continue; // A late frame from a validation that was abandoned.
-            }
-            match header["type"].as_str() {
-                Some("bytes") => {
-                    // The file could not be read by path: the bytes meshcheck holds.
-                    write_frame(&mut self.stdin, &json!({"type": "bytes", "id": id}), main.bytes).map_err(crashed)?;
+            let (header, _) = match rx.recv_timeout(left) {
+                Ok(f) => f,
+                Err(RecvTimeoutError::Timeout) => {
+                    self.kill();
+                    return Attempt::Done(Err(Failure::TimedOut));
                 }
+                Err(RecvTimeoutError::Disconnected) => {
+                    let why = self.routes.lock().ok().and_then(|r| r.ended.clone());
+                    return ended(started, why.unwrap_or_else(|| "the process exited".into()));
+                }
+            };
+            let sent = match header["type"].as_str() {
+                Some("started") => {
+                    started = true;
+                    deadline = Instant::now() + timeout;
+                    Ok(())
+                }
+                // The file could not be read by path: the bytes meshcheck holds.
+                Some("bytes") => self.send(&json!({"type": "bytes", "id": id}), main.bytes),
                 Some("resource") => {
                     let uri = header["uri"].as_str().unwrap_or_default();
                     let req = header["req"].clone();
                     let local = header["local"].as_bool().unwrap_or(false);
-                    let sent = match resource(uri, resolver, local) {
-                        Reply::Path(path, size) => write_frame(
-                            &mut self.stdin,
+                    match resource(uri, resolver, local) {
+                        Reply::Path(path, size) => self.send(
                             &json!({"type": "resource", "req": req, "found": true, "path": path, "size": size}),
                             &[],
                         ),
-                        Reply::Bytes(b) => {
-                            write_frame(&mut self.stdin, &json!({"type": "resource", "req": req, "found": true}), &b)
+                        Reply::Bytes(b) => self.send(&json!({"type": "resource", "req": req, "found": true}), &b),
+                        Reply::Missing(reason) => {
+                            self.send(&json!({"type": "resource", "req": req, "found": false, "reason": reason}), &[])
                         }
-                        Reply::Missing(reason) => write_frame(
-                            &mut self.stdin,
-                            &json!({"type": "resource", "req": req, "found": false, "reason": reason}),
-                            &[],
-                        ),
-                    };
-                    sent.map_err(crashed)?;
+                    }
                 }
                 Some("result") => {
-                    return serde_json::from_value(header)
-                        .map_err(|e| Failure::Crashed(format!("unreadable result: {e}")));
+                    return Attempt::Done(
+                        serde_json::from_value(header).map_err(|e| Failure::Crashed(format!("unreadable result: {e}"))),
+                    );
                 }
                 Some("error") => {
-                    return Err(Failure::Rejected(header["message"].as_str().unwrap_or_default().to_string()));
+                    return Attempt::Done(Err(Failure::Rejected(
+                        header["message"].as_str().unwrap_or_default().to_string(),
+                    )));
                 }
-                _ => return Err(Failure::Crashed(format!("unexpected frame {header}"))),
+                _ => {
+                    self.kill();
+                    return Attempt::Done(Err(Failure::Crashed(format!("unexpected frame {header}"))));
+                }
+            };
+            if let Err(e) = sent {
+                self.kill();
+                return ended(started, e.to_string());
             }
         }
     }
@@ -422,9 +516,16 @@ fn resource(uri: &str, resolver: &dyn Resolver, local: bool) -> Reply {
 }
 
 /// A pool of warm validator processes.
+///
+/// A validation goes to an idle process, or to a new one while the pool is
+/// under its limit ([`Validator::limit`]; none by default, so each file
+/// validated at once has a process), else to the process with the fewest
+/// validations in flight, where it waits in the driver's queue.
 pub struct Validator {
     install: Install,
-    idle: Mutex<Vec<Process>>,
+    processes: Mutex<Vec<Arc<Process>>>,
+    /// Most processes at once.
+    limit: AtomicUsize,
     /// Per-file timeout.
     pub timeout: Duration,
     /// The first process's handshake, until [`Validator::ready`] takes it.
@@ -432,6 +533,24 @@ pub struct Validator {
     /// What the first process said: its version and extensions, or why it did not start.
     started: OnceLock<std::result::Result<Hello, Error>>,
 }
+
+/// A validation's claim on a process: counted in flight until dropped.
+struct Claim {
+    process: Arc<Process>,
+    /// Validations in flight on it before this one.
+    ahead: usize,
+}
+
+impl Drop for Claim {
+    fn drop(&mut self) {
+        self.process.in_flight.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// How often a validation whose process ended before it began is tried
+/// again on another (a crash or a timeout of a file ahead of it in the
+/// queue is not its own).
+const RETRIES: usize = 3;
 
 impl std::fmt::Debug for Validator {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -454,24 +573,52 @@ impl Validator {
         let p = Process::spawn(&install, Some(tx))?;
         Ok(Validator {
             install,
-            idle: Mutex::new(vec![p]),
+            processes: Mutex::new(vec![Arc::new(p)]),
+            limit: AtomicUsize::new(usize::MAX),
             timeout,
             hello: Mutex::new(Some(rx)),
             started: OnceLock::new(),
         })
     }
 
-    /// Starts processes until `n` are idle, so that `n` files validated at
-    /// once each find one already loading (a folder run starts as many as it
-    /// validates in parallel, while it reads the first files).
+    /// Starts processes until `n` are running (at most the limit), so that
+    /// the files validated at once each find one already loading (a folder
+    /// run starts them while it reads the first files).
     pub fn prestart(&self, n: usize) {
-        let Ok(mut idle) = self.idle.lock() else { return };
-        while idle.len() < n {
+        let Ok(mut all) = self.processes.lock() else { return };
+        all.retain(|p| !p.broken.load(Ordering::SeqCst));
+        while all.len() < n.min(self.limit.load(Ordering::SeqCst)) {
             match Process::spawn(&self.install, None) {
-                Ok(p) => idle.push(p),
+                Ok(p) => all.push(Arc::new(p)),
                 Err(_) => return, // The next validation reports it.
             }
         }
+    }
+
+    /// Keeps at most `n` processes (at least 1): validations beyond them
+    /// queue on the least busy. A folder run of small files validates
+    /// faster on one process kept busy than on one process per file in
+    /// flight, each compiling the validator's code on its own.
+    pub fn limit(&self, n: usize) {
+        self.limit.store(n.max(1), Ordering::SeqCst);
+    }
+
+    /// A process for one validation: an idle one, a new one under the
+    /// limit, else the least busy.
+    fn claim(&self) -> std::result::Result<Claim, Failure> {
+        let mut all = self.processes.lock().map_err(|_| Failure::Crashed("the pool's lock was poisoned".into()))?;
+        all.retain(|p| !p.broken.load(Ordering::SeqCst));
+        let least = all.iter().min_by_key(|p| p.in_flight.load(Ordering::SeqCst)).cloned();
+        let process = match least {
+            Some(p) if p.in_flight.load(Ordering::SeqCst) == 0 || all.len() >= self.limit.load(Ordering::SeqCst) => p,
+            _ => {
+                let p = Arc::new(Process::spawn(&self.install, None).map_err(|e| Failure::Crashed(e.message))?);
+                all.push(p.clone());
+                p
+            }
+        };
+        let ahead = process.in_flight.fetch_add(1, Ordering::SeqCst);
+        Ok(Claim { process, ahead })
     }
 
     /// Waits for the first process's handshake: the validator's version and
@@ -542,22 +689,16 @@ impl Validator {
         if let Some(Err(e)) = self.started.get() {
             return Err(Failure::Crashed(e.message.clone()));
         }
-        let taken = self.idle.lock().map(|mut v| v.pop()).unwrap_or(None);
-        let mut process = match taken {
-            Some(p) => p,
-            None => Process::spawn(&self.install, None).map_err(|e| Failure::Crashed(e.message))?,
-        };
-        let result = process.validate(uri, main, resolver, self.timeout);
-        match &result {
-            // A healthy process goes back to the pool; a timed-out or crashed one is dropped (killed).
-            Ok(_) | Err(Failure::Rejected(_)) => {
-                if let Ok(mut idle) = self.idle.lock() {
-                    idle.push(process);
-                }
+        for _ in 0..RETRIES {
+            let claim = self.claim()?;
+            match claim.process.validate(uri, main, resolver, self.timeout, claim.ahead) {
+                Attempt::Done(result) => return result,
+                // A package that does not load ends every process before
+                // its first file: that is the answer, not a reason to retry.
+                Attempt::Again => self.ready().map_err(|e| Failure::Crashed(e.message)).map(drop)?,
             }
-            Err(_) => drop(process),
         }
-        result
+        Err(Failure::Crashed("the validator's processes kept ending before this file's turn".into()))
     }
 
     /// Name and version for the report's `validator` field.
