@@ -85,7 +85,13 @@ pub fn island_padding(meshes: &[UvMesh<'_>], width: u32, height: u32, min_gap_px
                 let Some(s) = setup(c, Coverage::Conservative, plan.width, plan.height) else { return };
                 let (label, pairs, min_gap) = (&mut st.label, &mut st.pairs, &mut st.min_gap);
                 spans(&s, |y, x0, x1| {
-                    for v in &mut label[y * w + x0..=y * w + x1] {
+                    let run = &mut label[y * w + x0..=y * w + x1];
+                    // Fresh texels, or this island's own already: one pass.
+                    if run.iter().fold(true, |all, &v| all & (v == 0 || v == l)) {
+                        run.fill(l);
+                        return;
+                    }
+                    for v in run {
                         if *v == 0 {
                             *v = l;
                         } else if *v != l {
