@@ -5,7 +5,9 @@
 
 use super::islands::uv_islands;
 use super::layout::UvMesh;
-use super::raster::{Coverage, RasterPlan, TriangleCounts, for_each_inside, raster_at, rasterise, setup, spans};
+use super::raster::{
+    Coverage, RASTER_WORK_BUDGET, RasterPlan, TriangleCounts, for_each_inside, raster_at, rasterise, setup, spans,
+};
 
 /// Widest search radius of the island-gap measurement, in raster texels.
 pub const MAX_SEARCH_TEXELS: u32 = 254;
@@ -54,9 +56,31 @@ pub struct PaddingStats {
 ///
 /// [`plan_raster`]: super::raster::plan_raster
 pub fn island_padding(meshes: &[UvMesh<'_>], width: u32, height: u32, min_gap_px: f64, search_px: f64) -> PaddingStats {
+    padding_of(meshes, width, height, min_gap_px, search_px, true)
+}
+
+/// [`island_padding`], with or without the [`far_apart`] shortcut (the test
+/// that it changes nothing runs both).
+fn padding_of(
+    meshes: &[UvMesh<'_>],
+    width: u32,
+    height: u32,
+    min_gap_px: f64,
+    search_px: f64,
+    shortcut: bool,
+) -> PaddingStats {
     let islands = uv_islands(meshes);
     let too_close = |gap_texels: u32, plan: RasterPlan| (gap_texels as f64) / plan.scale < min_gap_px;
-    let (st, plan, counts) = if islands.count < 2 {
+    let at_full = raster_at(width, height, 1.0);
+    let apart = (shortcut && islands.count >= 2)
+        .then(|| far_apart(meshes, &islands, at_full, search_radius(search_px, at_full)))
+        .flatten();
+    let (st, plan, counts) = if let Some((owner, counts)) = apart {
+        // No two islands can meet within the search radius: nothing to raster.
+        let mut st = PadState::new(at_full, islands.count, 0);
+        st.owner = owner;
+        (st, at_full, counts)
+    } else if islands.count < 2 {
         // One island has no neighbour: count, do not rasterise.
         let plan = raster_at(width, height, 1.0);
         let counts =
@@ -108,7 +132,7 @@ pub fn island_padding(meshes: &[UvMesh<'_>], width: u32, height: u32, min_gap_px
     };
     let PadState { mut label, owner, mut pairs, mut min_gap, .. } = st;
     let radius = search_radius(search_px, plan);
-    if owner.len() >= 2 {
+    if owner.len() >= 2 && !label.is_empty() {
         let (w, h) = (plan.width as usize, plan.height as usize);
         gaps(&mut label, w, h, radius, &mut min_gap, &mut |a, b, gap| {
             if too_close(gap, plan) {
@@ -311,6 +335,64 @@ fn gaps(
             x0 = x1;
         }
     }
+}
+
+/// Most islands [`far_apart`] compares pair by pair.
+const MAX_BOXED: usize = 64;
+
+/// The islands in the tile, in the order the raster labels them, and the
+/// triangle counts, when every two islands' texel boxes lie more than twice
+/// the search radius apart: no label travels further than the radius from
+/// its island, so two islands whose boxes have more than 2 x radius empty
+/// texels between them can never be found neighbours (nor share a texel),
+/// and rasterising them would find nothing. A layout of a few islands with
+/// margins between them (a cube unwrapped into a grid of cells) is then
+/// measured without its raster. `None` when two boxes are closer, over
+/// [`MAX_BOXED`] islands, or over the raster's work budget.
+fn far_apart(
+    meshes: &[UvMesh<'_>],
+    islands: &super::islands::Islands,
+    plan: RasterPlan,
+    radius: u8,
+) -> Option<(Vec<u32>, TriangleCounts)> {
+    let mut label_of = vec![0u32; islands.count as usize];
+    let mut owner = Vec::new();
+    let mut boxes: Vec<Option<[i64; 4]>> = Vec::new();
+    let (counts, _) = for_each_inside(meshes, plan, RASTER_WORK_BUDGET, |_, t, c| {
+        let Some(&isl) = islands.island.get(t) else { return };
+        let Some(known) = label_of.get_mut(isl as usize) else { return };
+        if *known == 0 {
+            owner.push(isl);
+            boxes.push(None);
+            *known = owner.len() as u32;
+        }
+        if owner.len() > MAX_BOXED {
+            return;
+        }
+        let Some(s) = setup(c, Coverage::Conservative, plan.width, plan.height) else { return };
+        let (x0, x1, y0, y1) = s.bounds();
+        let b = &mut boxes[*known as usize - 1];
+        *b = Some(match *b {
+            None => [x0, x1, y0, y1],
+            Some([a0, a1, b0, b1]) => [a0.min(x0), a1.max(x1), b0.min(y0), b1.max(y1)],
+        });
+    })?;
+    if owner.len() > MAX_BOXED {
+        return None;
+    }
+    let reach = 2 * radius as i64;
+    let boxes: Vec<[i64; 4]> = boxes.into_iter().flatten().collect();
+    for (i, a) in boxes.iter().enumerate() {
+        for b in &boxes[i + 1..] {
+            // Empty columns and rows between the boxes.
+            let dx = (b[0] - a[1] - 1).max(a[0] - b[1] - 1).max(0);
+            let dy = (b[2] - a[3] - 1).max(a[2] - b[3] - 1).max(0);
+            if dx.max(dy) <= reach {
+                return None;
+            }
+        }
+    }
+    Some((owner, counts))
 }
 
 /// Texels [`gaps`] tests at once for a run where nothing can happen.
@@ -652,6 +734,48 @@ mod tests {
             assert_eq!(fast, slow, "case {case}: {w}x{h} radius {radius}");
             assert_eq!(a, b, "case {case}: labels");
         }
+    }
+
+    #[test]
+    fn islands_far_apart_are_measured_without_the_raster_and_alike() {
+        // Random layouts of 2 to 9 squares and slivers, some far apart,
+        // some about twice the radius apart, some touching or overlapping:
+        // with and without the shortcut every figure is the same.
+        let mut seed = 0x5eed_1234_abcd_0001u64;
+        let mut next = move |n: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % n.max(1)
+        };
+        let mut shortcuts = 0;
+        for case in 0..400 {
+            let side = [16u32, 64, 100, 256][case % 4];
+            let n = 2 + next(8) as usize;
+            let mut uvs = Vec::new();
+            let mut tris = Vec::new();
+            for _ in 0..n {
+                let (x, y) = (next(side as u64) as f32 / side as f32, next(side as u64) as f32 / side as f32);
+                let (w, h) = ((1 + next(12)) as f32 / side as f32, (1 + next(12)) as f32 / side as f32);
+                let b = uvs.len() as u32;
+                uvs.extend([[x, y], [x + w, y], [x + w, y + h], [x, y + h]]);
+                if next(5) == 0 {
+                    tris.push([b, b + 1, b + 1]); // a sliver
+                } else {
+                    tris.extend([[b, b + 1, b + 2], [b, b + 2, b + 3]]);
+                }
+            }
+            let m = [mesh(&uvs, &tris)];
+            let (min, search) = ([1.0, 2.0, 4.0][case % 3], [2.0, 8.0, 16.0][case % 3]);
+            let fast = padding_of(&m, side, side, min, search, true);
+            let slow = padding_of(&m, side, side, min, search, false);
+            assert_eq!(fast, slow, "case {case}");
+            let islands = uv_islands(&m);
+            let plan = raster_at(side, side, 1.0);
+            shortcuts += far_apart(&m, &islands, plan, search_radius(search, plan)).is_some() as u32;
+        }
+        // Both routes were taken.
+        assert!((50..350).contains(&shortcuts), "{shortcuts}");
     }
 
     #[test]

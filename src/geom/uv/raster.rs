@@ -169,6 +169,14 @@ pub(super) struct Setup {
     y1: i64,
 }
 
+impl Setup {
+    /// The clipped, inclusive texel box: (x0, x1, y0, y1). Every texel the
+    /// triangle covers lies in it.
+    pub(super) fn bounds(&self) -> (i64, i64, i64, i64) {
+        (self.x0, self.x1, self.y0, self.y1)
+    }
+}
+
 fn floor_div(a: i64, b: i64) -> i64 {
     a.div_euclid(b)
 }
