@@ -42,7 +42,7 @@ pub fn prepare(cx: &Ctx<'_>, selected: &dyn Fn(&CheckDef) -> bool) {
     if CATALOG.iter().any(|def| reads_world(def) && selected(def))
         && let Ok(w) = geo::world(cx)
     {
-        geo::degenerate_flags(w, cx.profile.get(&WELD_TOLERANCE));
+        geo::degenerate_flags(w, &cx.asset.scene, cx.profile.get(&WELD_TOLERANCE));
     }
 }
 
@@ -50,6 +50,26 @@ pub fn prepare(cx: &Ctx<'_>, selected: &dyn Fn(&CheckDef) -> bool) {
 /// The others never touch it, so they may run while it is being built.
 pub fn reads_world(def: &CheckDef) -> bool {
     geo::FAMILY.checks.iter().chain(top::FAMILY.checks).any(|c| c.id == def.id)
+}
+
+/// Whether a check holds working arrays the size of the mesh while it runs
+/// (UV islands and rasters, world-space copies of positions, per-corner or
+/// per-edge tables, vertex remaps). On a large mesh the engine runs these
+/// one at a time, beside the others, so that their arrays are not held at
+/// once.
+pub fn memory_hungry(def: &CheckDef) -> bool {
+    [
+        &uv::OVERLAP,
+        &uv::STRETCH,
+        &uv::PADDING,
+        &uv::TEXEL_DENSITY,
+        &perf::VERTEX_FETCH,
+        &geo::NON_MANIFOLD,
+        &top::QUAD_RECONSTRUCTIBILITY,
+        &top::TRIANGLE_REGULARITY,
+    ]
+    .iter()
+    .any(|c| c.id == def.id)
 }
 
 /// What a profile is checked against: every parameter some check reads (in

@@ -66,7 +66,7 @@ pub fn quad_reconstructibility(cx: &Ctx<'_>) -> CheckOutput {
         Err(why) => return CheckOutput::Skipped(why),
     };
     let t = &w.topology;
-    let degenerate = degenerate_flags(w, cx.profile.get(&WELD_TOLERANCE));
+    let degenerate = degenerate_flags(w, &cx.asset.scene, cx.profile.get(&WELD_TOLERANCE));
     let p = |i: u32| t.vertices[i as usize];
     // Limits as cosines, so no trigonometry per edge.
     let planar = QUAD_MAX_FACE_ANGLE_DEG.to_radians().cos();
@@ -246,15 +246,12 @@ pub fn triangle_regularity(cx: &Ctx<'_>) -> CheckOutput {
         Ok(w) => w,
         Err(why) => return CheckOutput::Skipped(why),
     };
-    let mut q: Vec<f64> = w
-        .triangles
-        .par_iter()
-        .map(|tri| {
-            let [a, b, c] = tri.map(|i| w.points[i as usize]);
-            shape(a, b, c).quality
-        })
-        .filter(|x| x.is_finite())
-        .collect();
+    let scene = &cx.asset.scene;
+    // Collected in place, then the non-finite ones removed: the same list
+    // in the same order as filtering while collecting, which held the list
+    // twice while joining its parts.
+    let mut q: Vec<f64> = w.map_corners(scene, |[a, b, c], _| shape(a, b, c).quality);
+    q.retain(|x| x.is_finite());
     if q.is_empty() {
         return CheckOutput::Skipped("no triangle has finite positions".into());
     }
