@@ -150,8 +150,17 @@ impl WorldMesh {
 #[inline]
 fn corners(inst: &Instance, mirrored: bool, prim: &Primitive, tri: [u32; 3]) -> ([[f64; 3]; 3], bool) {
     let repeated = tri[0] == tri[1] || tri[1] == tri[2] || tri[0] == tri[2];
-    let tri = if mirrored { [tri[0], tri[2], tri[1]] } else { tri };
-    (tri.map(|i| mat4::transform_point(&inst.world, prim.positions[i as usize])), repeated)
+    let [a, b, c] = if mirrored { [tri[0], tri[2], tri[1]] } else { tri };
+    // Written out: through `array::map` the three transforms were calls
+    // (a profile showed them at three times TOP-003's own work).
+    let p = &prim.positions;
+    let m = &inst.world;
+    let corners = [
+        mat4::transform_point(m, p[a as usize]),
+        mat4::transform_point(m, p[b as usize]),
+        mat4::transform_point(m, p[c as usize]),
+    ];
+    (corners, repeated)
 }
 
 impl Scene {

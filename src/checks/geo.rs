@@ -492,13 +492,13 @@ pub fn non_manifold(cx: &Ctx<'_>) -> CheckOutput {
         Err(why) => return CheckOutput::Skipped(why),
     };
     let t = &w.topology;
-    let edges: Vec<&crate::geom::mesh::edges::Edge> = t.edges.iter().filter(|e| e.count > 2).collect();
+    let edges: Vec<crate::geom::mesh::edges::Edge> = t.edges.iter().filter(|e| e.count > 2).collect();
     let vertices = t.non_manifold_vertices();
     // The primitives that drew the triangles on a non-manifold edge or at a non-manifold vertex.
     let mut at_vertex = vec![false; t.vertices.len()];
     vertices.iter().for_each(|&v| at_vertex[v as usize] = true);
     let tris =
-        edges.iter().flat_map(|e| t.faces(e).iter().map(|f| f.tri())).chain((0..t.triangles.len() as u32).filter(
+        edges.iter().flat_map(|&e| t.faces(e).iter().map(|f| f.tri())).chain((0..t.triangles.len() as u32).filter(
             |&ti| !t.collapsed[ti as usize] && t.triangles[ti as usize].iter().any(|&v| at_vertex[v as usize]),
         ));
     let locations = primitive_pointers(cx, w, tris);

@@ -75,7 +75,7 @@ pub fn quad_reconstructibility(cx: &Ctx<'_>) -> CheckOutput {
     // index); the score is the sum of |cos| of the four corners (0 = square).
     // A candidate is packed in 12 bytes, [score's high bits, score's low
     // bits, edge], which orders as (score, edge) does.
-    let candidate = |ei: usize, e: &crate::geom::mesh::edges::Edge| -> Option<[u32; 3]> {
+    let candidate = |ei: usize, e: crate::geom::mesh::edges::Edge| -> Option<[u32; 3]> {
         if e.count != 2 {
             return None;
         }
@@ -117,21 +117,23 @@ pub fn quad_reconstructibility(cx: &Ctx<'_>) -> CheckOutput {
     // keys), so the result is order-free. (One list of every candidate,
     // joined from the runs' lists and sorted, was held twice.)
     const RUN: usize = 1 << 18;
-    let runs: Vec<Vec<[u32; 3]>> = t
-        .edges
-        .par_chunks(RUN)
-        .enumerate()
-        .map(|(r, chunk)| {
-            let mut out: Vec<[u32; 3]> =
-                chunk.par_iter().enumerate().filter_map(|(i, e)| candidate(r * RUN + i, e)).collect();
-            out.par_sort_unstable();
+    // Compared as (score bits, edge): two integers, not three.
+    let key = |c: &[u32; 3]| (((c[0] as u64) << 32) | c[1] as u64, c[2]);
+    let runs: Vec<Vec<[u32; 3]>> = (0..t.edges.len().div_ceil(RUN))
+        .into_par_iter()
+        .map(|r| {
+            let mut out: Vec<[u32; 3]> = (r * RUN..((r + 1) * RUN).min(t.edges.len()))
+                .into_par_iter()
+                .filter_map(|ei| candidate(ei, t.edges.get(ei)))
+                .collect();
+            out.par_sort_unstable_by_key(key);
             out
         })
         .collect();
     let mut paired = vec![false; t.triangles.len()];
     let mut quads = 0u64;
     let mut take = |c: &[u32; 3]| {
-        let f = t.faces(&t.edges[c[2] as usize]);
+        let f = t.faces(t.edges.get(c[2] as usize));
         let (x, y) = (f[0].tri() as usize, f[1].tri() as usize);
         if !paired[x] && !paired[y] {
             paired[x] = true;
@@ -143,14 +145,14 @@ pub fn quad_reconstructibility(cx: &Ctx<'_>) -> CheckOutput {
         only.iter().for_each(&mut take);
     } else {
         // A k-way merge: each run's next candidate in a heap, smallest first.
-        let mut next: std::collections::BinaryHeap<std::cmp::Reverse<([u32; 3], usize)>> =
-            runs.iter().enumerate().filter_map(|(r, run)| Some(std::cmp::Reverse((*run.first()?, r)))).collect();
+        let mut next: std::collections::BinaryHeap<std::cmp::Reverse<((u64, u32), usize)>> =
+            runs.iter().enumerate().filter_map(|(r, run)| Some(std::cmp::Reverse((key(run.first()?), r)))).collect();
         let mut at = vec![0usize; runs.len()];
-        while let Some(std::cmp::Reverse((c, r))) = next.pop() {
-            take(&c);
+        while let Some(std::cmp::Reverse((_, r))) = next.pop() {
+            take(&runs[r][at[r]]);
             at[r] += 1;
-            if let Some(&n) = runs[r].get(at[r]) {
-                next.push(std::cmp::Reverse((n, r)));
+            if let Some(n) = runs[r].get(at[r]) {
+                next.push(std::cmp::Reverse((key(n), r)));
             }
         }
     }

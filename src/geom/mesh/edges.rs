@@ -54,6 +54,51 @@ impl Face {
     }
 }
 
+/// The edges of a welded mesh, sorted by key, in 12 bytes each: an edge's
+/// faces run up to the next edge's first face, so its face count is not
+/// stored. Read as [`Edge`] values.
+#[derive(Debug, Clone, Default)]
+pub struct Edges {
+    /// (a, b, start) of every edge.
+    ends: Vec<[u32; 3]>,
+    /// Faces of all edges (the end of the last edge's).
+    faces: u32,
+}
+
+impl Edges {
+    /// Number of edges.
+    pub fn len(&self) -> usize {
+        self.ends.len()
+    }
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.ends.is_empty()
+    }
+    /// Edge `i`.
+    #[inline]
+    pub fn get(&self, i: usize) -> Edge {
+        let [a, b, start] = self.ends[i];
+        let end = self.ends.get(i + 1).map_or(self.faces, |n| n[2]);
+        Edge { a, b, start, count: end - start }
+    }
+    /// Every edge, in order.
+    pub fn iter(&self) -> impl ExactSizeIterator<Item = Edge> + '_ {
+        (0..self.ends.len()).map(|i| self.get(i))
+    }
+    /// Every edge with its index, on the thread pool.
+    pub fn par_iter(&self) -> impl IndexedParallelIterator<Item = (usize, Edge)> + '_ {
+        (0..self.ends.len()).into_par_iter().map(|i| (i, self.get(i)))
+    }
+}
+
+impl<'a> IntoIterator for &'a Edges {
+    type Item = Edge;
+    type IntoIter = Box<dyn Iterator<Item = Edge> + 'a>;
+    fn into_iter(self) -> Self::IntoIter {
+        Box::new(self.iter())
+    }
+}
+
 /// The welded mesh and everything derived from its edge map.
 #[derive(Debug, Clone, Default)]
 pub struct Topology {
@@ -65,7 +110,7 @@ pub struct Topology {
     /// triangles are left out of the edge map, shells and winding.
     pub collapsed: Vec<bool>,
     /// Edges sorted by key.
-    pub edges: Vec<Edge>,
+    pub edges: Edges,
     /// Faces of each edge (see [`Edge::start`]).
     pub edge_faces: Vec<Face>,
     /// Shell (edge-connected component) of each triangle; `u32::MAX` for collapsed ones.
@@ -219,9 +264,9 @@ impl Topology {
                 n
             })
             .collect();
-        let mut edges = vec![Edge { a: 0, b: 0, start: 0, count: 0 }; per_chunk.iter().sum()];
+        let mut ends = vec![[0u32; 3]; per_chunk.iter().sum()];
         let mut slots = Vec::with_capacity(starts.len());
-        let mut rest = &mut edges[..];
+        let mut rest = &mut ends[..];
         for (&s, &n) in starts.iter().zip(&per_chunk) {
             let (head, tail) = rest.split_at_mut(n);
             slots.push((s, head));
@@ -231,13 +276,14 @@ impl Topology {
             let mut k = 0;
             for lo in s..(s + CHUNK).min(nv) {
                 runs(sorted, &offset, lo, |e| {
-                    out[k] = e;
+                    out[k] = [e.a, e.b, e.start];
                     k += 1;
                 });
             }
         });
         drop(hi);
         drop(offset);
+        let edges = Edges { ends, faces: edge_faces.len() as u32 };
         // Shells and winding are independent: they run side by side.
         let ((shell, shell_count), (orientation, patch, patch_count)) = rayon::join(
             || shells(&collapsed, &edges, &edge_faces),
@@ -259,12 +305,12 @@ impl Topology {
     }
 
     /// Faces of an edge.
-    pub fn faces(&self, e: &Edge) -> &[Face] {
+    pub fn faces(&self, e: Edge) -> &[Face] {
         &self.edge_faces[e.start as usize..(e.start + e.count) as usize]
     }
 
     /// Edges used by exactly one triangle.
-    pub fn boundary_edges(&self) -> impl Iterator<Item = &Edge> {
+    pub fn boundary_edges(&self) -> impl Iterator<Item = Edge> + '_ {
         self.edges.iter().filter(|e| e.count == 1)
     }
 
@@ -444,7 +490,7 @@ fn welded_vertices(points: &[[f64; 3]], tol: f64) -> (Vec<[f64; 3]>, Vec<u32>, b
 /// Shells: triangles joined across every edge they share (union-find),
 /// labelled in order of their lowest triangle; collapsed triangles get
 /// `u32::MAX`.
-fn shells(collapsed: &[bool], edges: &[Edge], edge_faces: &[Face]) -> (Vec<u32>, usize) {
+fn shells(collapsed: &[bool], edges: &Edges, edge_faces: &[Face]) -> (Vec<u32>, usize) {
     let n = collapsed.len();
     let mut uf = RankedUnionFind::new(n);
     for e in edges {
@@ -476,7 +522,7 @@ fn shells(collapsed: &[bool], edges: &[Edge], edge_faces: &[Face]) -> (Vec<u32>,
 /// Orientation bits from a walk over manifold edges: two triangles sharing
 /// an edge agree when they traverse it in opposite directions. Each shell's
 /// walk starts from its lowest-numbered triangle.
-fn orient(n: usize, collapsed: &[bool], edges: &[Edge], edge_faces: &[Face]) -> (Vec<u8>, Vec<u32>, usize) {
+fn orient(n: usize, collapsed: &[bool], edges: &Edges, edge_faces: &[Face]) -> (Vec<u8>, Vec<u32>, usize) {
     // Neighbours across manifold edges, at most three per triangle (its three
     // distinct edges), each packed as neighbour << 1 | same direction; in
     // edge order. Free slots hold NONE.
