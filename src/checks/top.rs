@@ -202,7 +202,7 @@ pub fn valence_regularity(cx: &Ctx<'_>) -> CheckOutput {
     };
     let t = &w.topology;
     let n = t.vertices.len();
-    let mut valence = vec![0u64; n];
+    let mut valence = vec![0u32; n];
     let mut border = vec![false; n];
     for e in &t.edges {
         valence[e.a as usize] += 1;
@@ -220,8 +220,9 @@ pub fn valence_regularity(cx: &Ctx<'_>) -> CheckOutput {
             continue;
         }
         interior += 1;
-        regular += u64::from(valence[v] == REGULAR_VALENCE);
-        hist[valence[v].min(VALENCE_HISTOGRAM_CAP) as usize] += 1;
+        let val = u64::from(valence[v]);
+        regular += u64::from(val == REGULAR_VALENCE);
+        hist[val.min(VALENCE_HISTOGRAM_CAP) as usize] += 1;
     }
     if interior == 0 {
         return CheckOutput::Skipped("the welded mesh has no interior vertices".into());

@@ -117,16 +117,10 @@ pub struct Topology {
     pub shell: Vec<u32>,
     /// Number of shells.
     pub shell_count: usize,
-    /// Winding of each triangle relative to the one its shell's walk started
-    /// from (0 or 1); meaningful within a shell.
-    pub orientation: Vec<u8>,
-    /// Manifold patch of each triangle: the triangles one winding walk
-    /// reached across manifold edges (`u32::MAX` for collapsed ones). A shell
-    /// joined by non-manifold edges holds several patches, whose windings
-    /// cannot be compared with each other.
-    pub patch: Vec<u32>,
-    /// Number of patches.
-    pub patch_count: usize,
+    /// The triangles that disagree with their majority winding (see
+    /// [`Topology::flipped_faces`]), found when the mesh is built: the
+    /// per-triangle windings and patches they come from are not kept.
+    flipped: Vec<u32>,
     /// Whether the weld was exact (see [`Welded::exact`]).
     pub exact_weld: bool,
 }
@@ -285,23 +279,11 @@ impl Topology {
         drop(offset);
         let edges = Edges { ends, faces: edge_faces.len() as u32 };
         // Shells and winding are independent: they run side by side.
-        let ((shell, shell_count), (orientation, patch, patch_count)) = rayon::join(
+        let ((shell, shell_count), flipped) = rayon::join(
             || shells(&collapsed, &edges, &edge_faces),
             || orient(triangles.len(), &collapsed, &edges, &edge_faces),
         );
-        Topology {
-            vertices,
-            triangles,
-            collapsed,
-            edges,
-            edge_faces,
-            shell,
-            shell_count,
-            orientation,
-            patch,
-            patch_count,
-            exact_weld: true,
-        }
+        Topology { vertices, triangles, collapsed, edges, edge_faces, shell, shell_count, flipped, exact_weld: true }
     }
 
     /// Faces of an edge.
@@ -337,20 +319,7 @@ impl Topology {
     /// manifold edges), the smaller of the two orientation classes. For a
     /// shell that is one patch, that is its shell's majority.
     pub fn flipped_faces(&self) -> Vec<u32> {
-        let mut counts = vec![[0u64; 2]; self.patch_count];
-        for (ti, &p) in self.patch.iter().enumerate() {
-            if p != u32::MAX {
-                counts[p as usize][self.orientation[ti] as usize] += 1;
-            }
-        }
-        // The minority class of each patch (ties: class 1, the class the walk did not start in).
-        let minority: Vec<u8> = counts.iter().map(|c| if c[0] < c[1] { 0 } else { 1 }).collect();
-        (0..self.triangles.len() as u32)
-            .filter(|&t| {
-                let p = self.patch[t as usize];
-                p != u32::MAX && self.orientation[t as usize] == minority[p as usize]
-            })
-            .collect()
+        self.flipped.clone()
     }
 
     /// Triangles in each shell.
@@ -522,7 +491,7 @@ fn shells(collapsed: &[bool], edges: &Edges, edge_faces: &[Face]) -> (Vec<u32>, 
 /// Orientation bits from a walk over manifold edges: two triangles sharing
 /// an edge agree when they traverse it in opposite directions. Each shell's
 /// walk starts from its lowest-numbered triangle.
-fn orient(n: usize, collapsed: &[bool], edges: &Edges, edge_faces: &[Face]) -> (Vec<u8>, Vec<u32>, usize) {
+fn orient(n: usize, collapsed: &[bool], edges: &Edges, edge_faces: &[Face]) -> Vec<u32> {
     // Neighbours across manifold edges, at most three per triangle (its three
     // distinct edges), each packed as neighbour << 1 | same direction; in
     // edge order. Free slots hold NONE.
@@ -560,7 +529,25 @@ fn orient(n: usize, collapsed: &[bool], edges: &Edges, edge_faces: &[Face]) -> (
         }
         patches += 1;
     }
-    (orientation, patch, patches as usize)
+    drop(nbr);
+    // Per manifold patch (the part of a shell whose windings can be
+    // compared across manifold edges), the smaller of the two orientation
+    // classes is flipped; for a shell that is one patch, that is its
+    // shell's majority.
+    let mut counts = vec![[0u64; 2]; patches as usize];
+    for (ti, &p) in patch.iter().enumerate() {
+        if p != u32::MAX {
+            counts[p as usize][orientation[ti] as usize] += 1;
+        }
+    }
+    // The minority class of each patch (ties: class 1, the class the walk did not start in).
+    let minority: Vec<u8> = counts.iter().map(|c| if c[0] < c[1] { 0 } else { 1 }).collect();
+    (0..n as u32)
+        .filter(|&t| {
+            let p = patch[t as usize];
+            p != u32::MAX && orientation[t as usize] == minority[p as usize]
+        })
+        .collect()
 }
 
 #[cfg(test)]
