@@ -306,43 +306,50 @@ pub fn run_checks(
             || catalog::prepare(&Ctx { asset, profile: &opts.profile, spec, render }, &selected),
         )
     };
-    let world_checks =
-        || -> Indexed { CATALOG.par_iter().enumerate().filter(|(_, d)| catalog::reads_world(d)).map(run).collect() };
+    let world_checks = |hungry: Option<bool>| -> Indexed {
+        CATALOG
+            .par_iter()
+            .enumerate()
+            .filter(|(_, d)| catalog::reads_world(d) && hungry.is_none_or(|h| catalog::memory_hungry(d) == h))
+            .map(run)
+            .collect()
+    };
     let other_checks =
         || -> Indexed { CATALOG.par_iter().enumerate().filter(|(_, d)| !catalog::reads_world(d)).map(run).collect() };
     let mut results = if asset.scene.world_mesh_bytes() >= PHASED_WORLD_BYTES {
         // A large mesh: the checks that never read the world mesh run
-        // first, then the mesh is built and its checks run, so that the
-        // others' working arrays (UV-005's islands, PERF-006's vertex
-        // tables) are freed before the mesh is built rather than held
-        // beside it. In each phase the memory-hungry checks run one after
-        // another (each still using the pool inside), beside the others.
-        let phase = |world: bool| -> Indexed {
-            let (hungry, others): (Vec<_>, Vec<_>) = CATALOG
-                .iter()
-                .enumerate()
-                .filter(|(_, d)| catalog::reads_world(d) == world)
-                .partition(|(_, d)| catalog::memory_hungry(d));
-            let (mut results, rest) = rayon::join(
-                || hungry.into_iter().map(run).collect::<Indexed>(),
-                || others.into_par_iter().map(run).collect::<Indexed>(),
-            );
-            results.extend(rest);
-            results
-        };
-        let mut results = phase(false);
+        // first, side by side, then the mesh is built and its checks run,
+        // so that the others' working arrays (UV-005's islands, PERF-006's
+        // vertex tables) are freed before the mesh is built rather than
+        // held beside it. Beside the mesh, the memory-hungry checks run one
+        // after another (each still using the pool inside), beside the
+        // others.
+        let mut results = other_checks();
         prepare();
-        results.extend(phase(true));
+        let (hungry, rest) = rayon::join(
+            || {
+                let mut out = Indexed::new();
+                for (idx, def) in CATALOG.iter().enumerate() {
+                    if catalog::reads_world(def) && catalog::memory_hungry(def) {
+                        out.push(run((idx, def)));
+                    }
+                }
+                out
+            },
+            || world_checks(Some(false)),
+        );
+        results.extend(hungry);
+        results.extend(rest);
         results
     } else {
-        let (mut results, others) = rayon::join(
+        let (mut results, rest) = rayon::join(
             || {
                 prepare();
-                world_checks()
+                world_checks(None)
             },
             other_checks,
         );
-        results.extend(others);
+        results.extend(rest);
         results
     };
     results.sort_unstable_by_key(|(idx, _)| *idx);

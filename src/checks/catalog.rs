@@ -52,24 +52,13 @@ pub fn reads_world(def: &CheckDef) -> bool {
     geo::FAMILY.checks.iter().chain(top::FAMILY.checks).any(|c| c.id == def.id)
 }
 
-/// Whether a check holds working arrays the size of the mesh while it runs
-/// (UV islands and rasters, world-space copies of positions, per-corner or
-/// per-edge tables, vertex remaps). On a large mesh the engine runs these
-/// one at a time, beside the others, so that their arrays are not held at
-/// once.
+/// Whether a check that reads the world mesh holds working arrays the size
+/// of the mesh while it runs (a per-corner union-find, quad candidates,
+/// per-triangle qualities). On a large mesh the engine runs these one at a
+/// time, beside the others, so that their arrays are not held at once on
+/// top of the mesh.
 pub fn memory_hungry(def: &CheckDef) -> bool {
-    [
-        &uv::OVERLAP,
-        &uv::STRETCH,
-        &uv::PADDING,
-        &uv::TEXEL_DENSITY,
-        &perf::VERTEX_FETCH,
-        &geo::NON_MANIFOLD,
-        &top::QUAD_RECONSTRUCTIBILITY,
-        &top::TRIANGLE_REGULARITY,
-    ]
-    .iter()
-    .any(|c| c.id == def.id)
+    [&geo::NON_MANIFOLD, &top::QUAD_RECONSTRUCTIBILITY, &top::TRIANGLE_REGULARITY].iter().any(|c| c.id == def.id)
 }
 
 /// What a profile is checked against: every parameter some check reads (in
