@@ -357,7 +357,8 @@ pub fn run_checks(
 }
 
 /// From this estimated size of the welded world mesh up
-/// ([`crate::asset::scene::Scene::world_mesh_bytes`], about 1M triangles),
+/// ([`crate::asset::scene::Scene::world_mesh_bytes`]: about 670,000 triangles
+/// of a mesh with a vertex for every two triangles),
 /// [`run_checks`] builds the mesh only after the checks that do not read
 /// it have run, so their working memory is not held beside it.
 pub const PHASED_WORLD_BYTES: u64 = 128 << 20;
