@@ -300,20 +300,68 @@ pub fn run_checks(
     let run = |(idx, def): (usize, &&'static CheckDef)| {
         (idx, timed(|| format!("check {}", def.id), || run_check(def, asset, opts, spec, render)))
     };
-    let (mut results, others): (Indexed, Indexed) = rayon::join(
-        || {
-            timed(
-                || "shared data (welded world mesh)".into(),
-                || catalog::prepare(&Ctx { asset, profile: &opts.profile, spec, render }, &selected),
-            );
-            CATALOG.par_iter().enumerate().filter(|(_, d)| catalog::reads_world(d)).map(run).collect()
-        },
-        || CATALOG.par_iter().enumerate().filter(|(_, d)| !catalog::reads_world(d)).map(run).collect(),
-    );
-    results.extend(others);
+    let prepare = || {
+        timed(
+            || "shared data (welded world mesh)".into(),
+            || catalog::prepare(&Ctx { asset, profile: &opts.profile, spec, render }, &selected),
+        )
+    };
+    let world_checks = |hungry: Option<bool>| -> Indexed {
+        CATALOG
+            .par_iter()
+            .enumerate()
+            .filter(|(_, d)| catalog::reads_world(d) && hungry.is_none_or(|h| catalog::memory_hungry(d) == h))
+            .map(run)
+            .collect()
+    };
+    let other_checks =
+        || -> Indexed { CATALOG.par_iter().enumerate().filter(|(_, d)| !catalog::reads_world(d)).map(run).collect() };
+    let mut results = if asset.scene.world_mesh_bytes() >= PHASED_WORLD_BYTES {
+        // A large mesh: the checks that never read the world mesh run
+        // first, side by side, then the mesh is built and its checks run,
+        // so that the others' working arrays (UV-005's islands, PERF-006's
+        // vertex tables) are freed before the mesh is built rather than
+        // held beside it. Beside the mesh, the memory-hungry checks run one
+        // after another (each still using the pool inside), beside the
+        // others.
+        let mut results = other_checks();
+        prepare();
+        let (hungry, rest) = rayon::join(
+            || {
+                let mut out = Indexed::new();
+                for (idx, def) in CATALOG.iter().enumerate() {
+                    if catalog::reads_world(def) && catalog::memory_hungry(def) {
+                        out.push(run((idx, def)));
+                    }
+                }
+                out
+            },
+            || world_checks(Some(false)),
+        );
+        results.extend(hungry);
+        results.extend(rest);
+        results
+    } else {
+        let (mut results, rest) = rayon::join(
+            || {
+                prepare();
+                world_checks(None)
+            },
+            other_checks,
+        );
+        results.extend(rest);
+        results
+    };
     results.sort_unstable_by_key(|(idx, _)| *idx);
     results.into_iter().map(|(_, r)| r).collect()
 }
+
+/// From this estimated size of the welded world mesh up
+/// ([`crate::asset::scene::Scene::world_mesh_bytes`]: about 670,000 triangles
+/// of a mesh with a vertex for every two triangles),
+/// [`run_checks`] builds the mesh only after the checks that do not read
+/// it have run, so their working memory is not held beside it.
+pub const PHASED_WORLD_BYTES: u64 = 128 << 20;
 
 /// Check results with their catalog positions.
 type Indexed = Vec<(usize, CheckResult)>;

@@ -89,22 +89,78 @@ pub struct Scene {
 
 /// Every drawn triangle of every instance in world space, welded: the one
 /// weld, edge map and shell pass that the geometry and topology checks share.
+///
+/// Triangles are numbered instance by instance, in `Scene::instances`
+/// order, each instance's in its primitive's order. The world-space points
+/// and triangles are not kept: a triangle's corners are read through its
+/// instance ([`WorldMesh::corners`]), transformed as they were when welded,
+/// so they are the same numbers; only the welded topology is stored.
 #[derive(Debug, Clone)]
 pub struct WorldMesh {
     /// The weld tolerance used, in metres.
     pub tolerance: f64,
-    /// World-space points before welding (every instance's vertices).
-    pub points: Vec<[f64; 3]>,
-    /// Triangles over `points`; mirrored instances' triangles are already flipped.
-    pub triangles: Vec<[u32; 3]>,
-    /// The instance (index into `Scene::instances`) that drew each triangle.
-    pub instance_of: Vec<u32>,
-    /// Whether a triangle repeats a vertex index in its own primitive.
-    pub repeated_index: Vec<bool>,
+    /// The first triangle of each instance (ascending; by instance index).
+    first_triangle: Vec<u32>,
+    /// Whether each instance mirrors (its triangles are flipped).
+    mirrored: Vec<bool>,
     /// Welded topology.
     pub topology: Topology,
     /// Degenerate flag per triangle (see `checks::geo::degenerate`), computed once.
     pub degenerate: OnceLock<Vec<bool>>,
+}
+
+impl WorldMesh {
+    /// Triangles drawn (every instance's, collapsed and degenerate ones included).
+    pub fn triangle_count(&self) -> usize {
+        self.topology.triangles.len()
+    }
+
+    /// The instance (index into `Scene::instances`) that drew triangle `t`.
+    pub fn instance_of(&self, t: u32) -> usize {
+        self.first_triangle.partition_point(|&s| s <= t) - 1
+    }
+
+    /// Triangle `t`'s corners in world space, as wound (a mirrored
+    /// instance's triangles flipped), and whether it repeats a vertex index
+    /// in its own primitive. `scene` is the scene the mesh was built from.
+    pub fn corners(&self, scene: &Scene, t: u32) -> ([[f64; 3]; 3], bool) {
+        let ii = self.instance_of(t);
+        let inst = &scene.instances[ii];
+        let prim = &scene.primitives[inst.primitive];
+        corners(inst, self.mirrored[ii], prim, prim.triangles[(t - self.first_triangle[ii]) as usize])
+    }
+
+    /// `f` of every triangle's [`WorldMesh::corners`], in triangle order,
+    /// computed on the thread pool instance by instance.
+    pub fn map_corners<T: Send>(&self, scene: &Scene, f: impl Fn([[f64; 3]; 3], bool) -> T + Sync) -> Vec<T> {
+        let mut out = Vec::with_capacity(self.triangle_count());
+        for (inst, &mirrored) in scene.instances.iter().zip(&self.mirrored) {
+            let prim = &scene.primitives[inst.primitive];
+            out.par_extend(prim.triangles.par_iter().map(|&tri| {
+                let (c, repeated) = corners(inst, mirrored, prim, tri);
+                f(c, repeated)
+            }));
+        }
+        out
+    }
+}
+
+/// A primitive's triangle `tri` in world space as `inst` draws it (flipped
+/// when `mirrored`), and whether it repeats a vertex index.
+#[inline]
+fn corners(inst: &Instance, mirrored: bool, prim: &Primitive, tri: [u32; 3]) -> ([[f64; 3]; 3], bool) {
+    let repeated = tri[0] == tri[1] || tri[1] == tri[2] || tri[0] == tri[2];
+    let [a, b, c] = if mirrored { [tri[0], tri[2], tri[1]] } else { tri };
+    // Written out: through `array::map` the three transforms were calls
+    // (a profile showed them at three times TOP-003's own work).
+    let p = &prim.positions;
+    let m = &inst.world;
+    let corners = [
+        mat4::transform_point(m, p[a as usize]),
+        mat4::transform_point(m, p[b as usize]),
+        mat4::transform_point(m, p[c as usize]),
+    ];
+    (corners, repeated)
 }
 
 impl Scene {
@@ -152,25 +208,35 @@ impl Scene {
     fn build_world_mesh(&self, tolerance: f64) -> WorldMesh {
         let total_points: usize = self.instances.iter().map(|i| self.primitives[i.primitive].positions.len()).sum();
         let total_tris: usize = self.instances.iter().map(|i| self.primitives[i.primitive].triangles.len()).sum();
+        // Every instance's points in world space, held only while they are
+        // welded; the welded triangles are read from the primitives.
         let mut points = Vec::with_capacity(total_points);
-        let mut triangles = Vec::with_capacity(total_tris);
-        let mut instance_of = Vec::with_capacity(total_tris);
-        let mut repeated_index = Vec::with_capacity(total_tris);
-        for (ii, inst) in self.instances.iter().enumerate() {
+        let mut first_point = Vec::with_capacity(self.instances.len());
+        let mut first_triangle = Vec::with_capacity(self.instances.len());
+        let mut tris = 0u32;
+        for inst in &self.instances {
             let prim = &self.primitives[inst.primitive];
-            let base = points.len() as u32;
+            first_point.push(points.len());
+            first_triangle.push(tris);
             points.par_extend(prim.positions.par_iter().map(|p| mat4::transform_point(&inst.world, *p)));
-            // A mirroring transform reverses the winding (glTF 2.0, 3.7.4).
-            let mirrored = inst.mirrored();
-            for t in &prim.triangles {
-                repeated_index.push(t[0] == t[1] || t[1] == t[2] || t[0] == t[2]);
-                let t = if mirrored { [t[0], t[2], t[1]] } else { *t };
-                triangles.push([base + t[0], base + t[1], base + t[2]]);
-                instance_of.push(ii as u32);
-            }
+            tris += prim.triangles.len() as u32;
         }
-        let topology = Topology::build(&points, &triangles, tolerance);
-        WorldMesh { tolerance, points, triangles, instance_of, repeated_index, topology, degenerate: OnceLock::new() }
+        let topology = Topology::build_owned(points, tolerance, |welded| {
+            let mut out = Vec::with_capacity(total_tris);
+            for (inst, &base) in self.instances.iter().zip(&first_point) {
+                let prim = &self.primitives[inst.primitive];
+                let w = &welded[base..];
+                // A mirroring transform reverses the winding (glTF 2.0, 3.7.4).
+                if inst.mirrored() {
+                    out.par_extend(prim.triangles.par_iter().map(|t| [t[0], t[2], t[1]].map(|i| w[i as usize])));
+                } else {
+                    out.par_extend(prim.triangles.par_iter().map(|t| t.map(|i| w[i as usize])));
+                }
+            }
+            out
+        });
+        let mirrored = self.instances.iter().map(Instance::mirrored).collect();
+        WorldMesh { tolerance, first_triangle, mirrored, topology, degenerate: OnceLock::new() }
     }
 
     /// Triangles drawn, counted per instance.

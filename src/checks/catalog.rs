@@ -42,7 +42,7 @@ pub fn prepare(cx: &Ctx<'_>, selected: &dyn Fn(&CheckDef) -> bool) {
     if CATALOG.iter().any(|def| reads_world(def) && selected(def))
         && let Ok(w) = geo::world(cx)
     {
-        geo::degenerate_flags(w, cx.profile.get(&WELD_TOLERANCE));
+        geo::degenerate_flags(w, &cx.asset.scene, cx.profile.get(&WELD_TOLERANCE));
     }
 }
 
@@ -50,6 +50,15 @@ pub fn prepare(cx: &Ctx<'_>, selected: &dyn Fn(&CheckDef) -> bool) {
 /// The others never touch it, so they may run while it is being built.
 pub fn reads_world(def: &CheckDef) -> bool {
     geo::FAMILY.checks.iter().chain(top::FAMILY.checks).any(|c| c.id == def.id)
+}
+
+/// Whether a check that reads the world mesh holds working arrays the size
+/// of the mesh while it runs (a per-corner union-find, quad candidates,
+/// per-triangle qualities). On a large mesh the engine runs these one at a
+/// time, beside the others, so that their arrays are not held at once on
+/// top of the mesh.
+pub fn memory_hungry(def: &CheckDef) -> bool {
+    [&geo::NON_MANIFOLD, &top::QUAD_RECONSTRUCTIBILITY, &top::TRIANGLE_REGULARITY].iter().any(|c| c.id == def.id)
 }
 
 /// What a profile is checked against: every parameter some check reads (in

@@ -4,7 +4,7 @@
 
 use super::{CheckDef, Family, LOC, LOC_TOTAL, Needs, WELD_TOLERANCE};
 use super::{CheckOutput, Comparison, Ctx, Obj, count, measured, short};
-use crate::asset::scene::WorldMesh;
+use crate::asset::scene::{Scene, WorldMesh};
 use crate::geom::mat4::Aabb;
 use crate::geom::mesh::shape;
 use crate::profile::Param;
@@ -30,7 +30,7 @@ const NO_TRIANGLES: &str = "the default scene draws no triangles";
 /// mesh is over the file's geometry budget (see [`crate::asset::scene::Scene::world_mesh`]).
 pub fn world<'a>(cx: &'a Ctx<'_>) -> Result<&'a WorldMesh, String> {
     let w = cx.asset.scene.world_mesh(cx.profile.get(&WELD_TOLERANCE))?;
-    if w.triangles.is_empty() { Err(NO_TRIANGLES.into()) } else { Ok(w) }
+    if w.triangle_count() == 0 { Err(NO_TRIANGLES.into()) } else { Ok(w) }
 }
 
 /// JSON pointers of the primitives that drew `triangles`, sorted, each once.
@@ -38,7 +38,7 @@ pub fn primitive_pointers(cx: &Ctx<'_>, w: &WorldMesh, triangles: impl Iterator<
     let scene = &cx.asset.scene;
     let prims: BTreeSet<(usize, usize)> = triangles
         .map(|t| {
-            let p = &scene.primitives[scene.instances[w.instance_of[t as usize] as usize].primitive];
+            let p = &scene.primitives[scene.instances[w.instance_of(t)].primitive];
             (p.mesh, p.index)
         })
         .collect();
@@ -195,18 +195,19 @@ pub fn winding(cx: &Ctx<'_>) -> CheckOutput {
 
 /// Whether a world-space triangle is degenerate at `tol`: a repeated index,
 /// an area below tol^2, or a shortest altitude below tol (collinear).
-pub fn is_degenerate(w: &WorldMesh, t: usize, tol: f64) -> bool {
-    if w.repeated_index[t] {
+/// `corners` and `repeated` are [`WorldMesh::corners`]'s.
+pub fn is_degenerate([a, b, c]: [[f64; 3]; 3], repeated: bool, tol: f64) -> bool {
+    if repeated {
         return true;
     }
-    let [a, b, c] = w.triangles[t].map(|i| w.points[i as usize]);
     let s = shape(a, b, c);
     !(s.area >= tol * tol && s.min_altitude >= tol)
 }
 
 /// The degenerate flag of every triangle, computed once per report.
-pub fn degenerate_flags(w: &WorldMesh, tol: f64) -> &[bool] {
-    w.degenerate.get_or_init(|| (0..w.triangles.len()).into_par_iter().map(|t| is_degenerate(w, t, tol)).collect())
+/// `scene` is the scene `w` was built from.
+pub fn degenerate_flags<'a>(w: &'a WorldMesh, scene: &Scene, tol: f64) -> &'a [bool] {
+    w.degenerate.get_or_init(|| w.map_corners(scene, |c, repeated| is_degenerate(c, repeated, tol)))
 }
 
 /// Budget: Degenerate triangles allowed.
@@ -251,9 +252,9 @@ pub fn degenerate_triangles(cx: &Ctx<'_>) -> CheckOutput {
         Err(why) => return CheckOutput::Skipped(why),
     };
     let tol = cx.profile.get(&WELD_TOLERANCE);
-    let flags = degenerate_flags(w, tol);
-    let bad: Vec<u32> = (0..w.triangles.len()).filter(|&t| flags[t]).map(|t| t as u32).collect();
-    let total = w.triangles.len() as u64;
+    let flags = degenerate_flags(w, &cx.asset.scene, tol);
+    let bad: Vec<u32> = (0..w.triangle_count()).filter(|&t| flags[t]).map(|t| t as u32).collect();
+    let total = w.triangle_count() as u64;
     let pct = bad.len() as f64 / total as f64 * 100.0;
     let max = cx.profile.get(&MAX_DEGENERATE_PCT);
     let locations = primitive_pointers(cx, w, bad.iter().copied());
@@ -491,13 +492,13 @@ pub fn non_manifold(cx: &Ctx<'_>) -> CheckOutput {
         Err(why) => return CheckOutput::Skipped(why),
     };
     let t = &w.topology;
-    let edges: Vec<&crate::geom::mesh::edges::Edge> = t.edges.iter().filter(|e| e.count > 2).collect();
+    let edges: Vec<crate::geom::mesh::edges::Edge> = t.edges.iter().filter(|e| e.count > 2).collect();
     let vertices = t.non_manifold_vertices();
     // The primitives that drew the triangles on a non-manifold edge or at a non-manifold vertex.
     let mut at_vertex = vec![false; t.vertices.len()];
     vertices.iter().for_each(|&v| at_vertex[v as usize] = true);
     let tris =
-        edges.iter().flat_map(|e| t.faces(e).iter().map(|f| f.tri())).chain((0..t.triangles.len() as u32).filter(
+        edges.iter().flat_map(|&e| t.faces(e).iter().map(|f| f.tri())).chain((0..t.triangles.len() as u32).filter(
             |&ti| !t.collapsed[ti as usize] && t.triangles[ti as usize].iter().any(|&v| at_vertex[v as usize]),
         ));
     let locations = primitive_pointers(cx, w, tris);

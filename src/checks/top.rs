@@ -66,68 +66,94 @@ pub fn quad_reconstructibility(cx: &Ctx<'_>) -> CheckOutput {
         Err(why) => return CheckOutput::Skipped(why),
     };
     let t = &w.topology;
-    let degenerate = degenerate_flags(w, cx.profile.get(&WELD_TOLERANCE));
+    let degenerate = degenerate_flags(w, &cx.asset.scene, cx.profile.get(&WELD_TOLERANCE));
     let p = |i: u32| t.vertices[i as usize];
     // Limits as cosines, so no trigonometry per edge.
     let planar = QUAD_MAX_FACE_ANGLE_DEG.to_radians().cos();
     let corner = (90.0 - QUAD_CORNER_TOLERANCE_DEG).to_radians().cos();
     // Candidate pairs over manifold, consistently wound edges: (score, edge
     // index); the score is the sum of |cos| of the four corners (0 = square).
-    // Edges in parallel; the collected list keeps edge order.
-    let mut candidates: Vec<(u64, u32)> = t
-        .edges
-        .par_iter()
-        .enumerate()
-        .filter_map(|(ei, e)| {
-            if e.count != 2 {
+    // A candidate is packed in 12 bytes, [score's high bits, score's low
+    // bits, edge], which orders as (score, edge) does.
+    let candidate = |ei: usize, e: crate::geom::mesh::edges::Edge| -> Option<[u32; 3]> {
+        if e.count != 2 {
+            return None;
+        }
+        let f = t.faces(e);
+        if f[0].forward() == f[1].forward() || degenerate[f[0].tri() as usize] || degenerate[f[1].tri() as usize] {
+            return None;
+        }
+        let (n1, n2) = (t.normal(f[0].tri()), t.normal(f[1].tri()));
+        if dot(n1, n2) < planar {
+            return None;
+        }
+        let opposite =
+            |tri: u32| -> u32 { *t.triangles[tri as usize].iter().find(|&&v| v != e.a && v != e.b).unwrap_or(&e.a) };
+        let (c, d) = (opposite(f[0].tri()), opposite(f[1].tri()));
+        // The quad c, a, d, b: convex when each diagonal separates the other's ends.
+        let (a, b, c, d) = (p(e.a), p(e.b), p(c), p(d));
+        let n = [n1[0] + n2[0], n1[1] + n2[1], n1[2] + n2[2]];
+        let side = |x: [f64; 3], y: [f64; 3], q: [f64; 3]| dot(cross(sub(y, x), sub(q, x)), n);
+        if side(a, b, c) * side(a, b, d) >= 0.0 || side(c, d, a) * side(c, d, b) >= 0.0 {
+            return None;
+        }
+        let corners = [(c, a, d), (a, d, b), (d, b, c), (b, c, a)];
+        let mut score = 0.0;
+        for (prev, at, next) in corners {
+            let cos = cosine(sub(prev, at), sub(next, at)).abs();
+            // A corner out of range rejects the pair: the rest are not needed.
+            if cos.is_nan() || cos > corner {
                 return None;
             }
-            let f = t.faces(e);
-            if f[0].forward() == f[1].forward() || degenerate[f[0].tri() as usize] || degenerate[f[1].tri() as usize] {
-                return None;
-            }
-            let (n1, n2) = (t.normal(f[0].tri()), t.normal(f[1].tri()));
-            if dot(n1, n2) < planar {
-                return None;
-            }
-            let opposite = |tri: u32| -> u32 {
-                *t.triangles[tri as usize].iter().find(|&&v| v != e.a && v != e.b).unwrap_or(&e.a)
-            };
-            let (c, d) = (opposite(f[0].tri()), opposite(f[1].tri()));
-            // The quad c, a, d, b: convex when each diagonal separates the other's ends.
-            let (a, b, c, d) = (p(e.a), p(e.b), p(c), p(d));
-            let n = [n1[0] + n2[0], n1[1] + n2[1], n1[2] + n2[2]];
-            let side = |x: [f64; 3], y: [f64; 3], q: [f64; 3]| dot(cross(sub(y, x), sub(q, x)), n);
-            if side(a, b, c) * side(a, b, d) >= 0.0 || side(c, d, a) * side(c, d, b) >= 0.0 {
-                return None;
-            }
-            let corners = [(c, a, d), (a, d, b), (d, b, c), (b, c, a)];
-            let mut score = 0.0;
-            for (prev, at, next) in corners {
-                let cos = cosine(sub(prev, at), sub(next, at)).abs();
-                // A corner out of range rejects the pair: the rest are not needed.
-                if cos.is_nan() || cos > corner {
-                    return None;
-                }
-                score += cos;
-            }
-            Some((score.to_bits(), ei as u32))
+            score += cos;
+        }
+        // A score is a sum of absolute values (finite: a NaN corner fails
+        // the corner test), so its bits order as the number does.
+        let bits = f64::to_bits(score);
+        Some([(bits >> 32) as u32, bits as u32, ei as u32])
+    };
+    // Edges in runs on the thread pool, each run's candidates sorted; the
+    // runs are then merged, best quads first, ties by edge order (sorted
+    // keys), so the result is order-free. (One list of every candidate,
+    // joined from the runs' lists and sorted, was held twice.)
+    const RUN: usize = 1 << 18;
+    // Compared as (score bits, edge): two integers, not three.
+    let key = |c: &[u32; 3]| (((c[0] as u64) << 32) | c[1] as u64, c[2]);
+    let runs: Vec<Vec<[u32; 3]>> = (0..t.edges.len().div_ceil(RUN))
+        .into_par_iter()
+        .map(|r| {
+            let mut out: Vec<[u32; 3]> = (r * RUN..((r + 1) * RUN).min(t.edges.len()))
+                .into_par_iter()
+                .filter_map(|ei| candidate(ei, t.edges.get(ei)))
+                .collect();
+            out.par_sort_unstable_by_key(key);
+            out
         })
         .collect();
-    // Greedy matching, best quads first; ties by edge order (sorted keys), so the result is order-free.
-    // A score is a sum of absolute values (finite: a NaN corner fails the
-    // corner test), so its bits order as the number does: the pairs sort
-    // as integers, on both cores.
-    candidates.par_sort_unstable();
     let mut paired = vec![false; t.triangles.len()];
     let mut quads = 0u64;
-    for (_, ei) in candidates {
-        let f = t.faces(&t.edges[ei as usize]);
+    let mut take = |c: &[u32; 3]| {
+        let f = t.faces(t.edges.get(c[2] as usize));
         let (x, y) = (f[0].tri() as usize, f[1].tri() as usize);
         if !paired[x] && !paired[y] {
             paired[x] = true;
             paired[y] = true;
             quads += 1;
+        }
+    };
+    if let [only] = &runs[..] {
+        only.iter().for_each(&mut take);
+    } else {
+        // A k-way merge: each run's next candidate in a heap, smallest first.
+        let mut next: std::collections::BinaryHeap<std::cmp::Reverse<((u64, u32), usize)>> =
+            runs.iter().enumerate().filter_map(|(r, run)| Some(std::cmp::Reverse((key(run.first()?), r)))).collect();
+        let mut at = vec![0usize; runs.len()];
+        while let Some(std::cmp::Reverse((_, r))) = next.pop() {
+            take(&runs[r][at[r]]);
+            at[r] += 1;
+            if let Some(n) = runs[r].get(at[r]) {
+                next.push(std::cmp::Reverse((key(n), r)));
+            }
         }
     }
     let faces = t.collapsed.iter().filter(|c| !**c).count() as u64;
@@ -176,7 +202,7 @@ pub fn valence_regularity(cx: &Ctx<'_>) -> CheckOutput {
     };
     let t = &w.topology;
     let n = t.vertices.len();
-    let mut valence = vec![0u64; n];
+    let mut valence = vec![0u32; n];
     let mut border = vec![false; n];
     for e in &t.edges {
         valence[e.a as usize] += 1;
@@ -194,8 +220,9 @@ pub fn valence_regularity(cx: &Ctx<'_>) -> CheckOutput {
             continue;
         }
         interior += 1;
-        regular += u64::from(valence[v] == REGULAR_VALENCE);
-        hist[valence[v].min(VALENCE_HISTOGRAM_CAP) as usize] += 1;
+        let val = u64::from(valence[v]);
+        regular += u64::from(val == REGULAR_VALENCE);
+        hist[val.min(VALENCE_HISTOGRAM_CAP) as usize] += 1;
     }
     if interior == 0 {
         return CheckOutput::Skipped("the welded mesh has no interior vertices".into());
@@ -246,15 +273,12 @@ pub fn triangle_regularity(cx: &Ctx<'_>) -> CheckOutput {
         Ok(w) => w,
         Err(why) => return CheckOutput::Skipped(why),
     };
-    let mut q: Vec<f64> = w
-        .triangles
-        .par_iter()
-        .map(|tri| {
-            let [a, b, c] = tri.map(|i| w.points[i as usize]);
-            shape(a, b, c).quality
-        })
-        .filter(|x| x.is_finite())
-        .collect();
+    let scene = &cx.asset.scene;
+    // Collected in place, then the non-finite ones removed: the same list
+    // in the same order as filtering while collecting, which held the list
+    // twice while joining its parts.
+    let mut q: Vec<f64> = w.map_corners(scene, |[a, b, c], _| shape(a, b, c).quality);
+    q.retain(|x| x.is_finite());
     if q.is_empty() {
         return CheckOutput::Skipped("no triangle has finite positions".into());
     }

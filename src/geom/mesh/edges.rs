@@ -11,7 +11,7 @@
 use super::hash::FxMap;
 use super::vector::normal;
 use super::weld::{Welded, weld_report};
-use crate::geom::unionfind::UnionFind;
+use crate::geom::unionfind::{RankedUnionFind, UnionFind};
 use rayon::prelude::*;
 
 /// An undirected edge key: the two welded vertex indices, smaller first.
@@ -38,6 +38,7 @@ pub struct Edge {
 /// to `b`, packed in 4 bytes (triangle << 1 | forward; the edge map holds
 /// fewer than 2^31 triangles).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(transparent)]
 pub struct Face(u32);
 
 impl Face {
@@ -53,6 +54,51 @@ impl Face {
     }
 }
 
+/// The edges of a welded mesh, sorted by key, in 12 bytes each: an edge's
+/// faces run up to the next edge's first face, so its face count is not
+/// stored. Read as [`Edge`] values.
+#[derive(Debug, Clone, Default)]
+pub struct Edges {
+    /// (a, b, start) of every edge.
+    ends: Vec<[u32; 3]>,
+    /// Faces of all edges (the end of the last edge's).
+    faces: u32,
+}
+
+impl Edges {
+    /// Number of edges.
+    pub fn len(&self) -> usize {
+        self.ends.len()
+    }
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.ends.is_empty()
+    }
+    /// Edge `i`.
+    #[inline]
+    pub fn get(&self, i: usize) -> Edge {
+        let [a, b, start] = self.ends[i];
+        let end = self.ends.get(i + 1).map_or(self.faces, |n| n[2]);
+        Edge { a, b, start, count: end - start }
+    }
+    /// Every edge, in order.
+    pub fn iter(&self) -> impl ExactSizeIterator<Item = Edge> + '_ {
+        (0..self.ends.len()).map(|i| self.get(i))
+    }
+    /// Every edge with its index, on the thread pool.
+    pub fn par_iter(&self) -> impl IndexedParallelIterator<Item = (usize, Edge)> + '_ {
+        (0..self.ends.len()).into_par_iter().map(|i| (i, self.get(i)))
+    }
+}
+
+impl<'a> IntoIterator for &'a Edges {
+    type Item = Edge;
+    type IntoIter = Box<dyn Iterator<Item = Edge> + 'a>;
+    fn into_iter(self) -> Self::IntoIter {
+        Box::new(self.iter())
+    }
+}
+
 /// The welded mesh and everything derived from its edge map.
 #[derive(Debug, Clone, Default)]
 pub struct Topology {
@@ -64,23 +110,17 @@ pub struct Topology {
     /// triangles are left out of the edge map, shells and winding.
     pub collapsed: Vec<bool>,
     /// Edges sorted by key.
-    pub edges: Vec<Edge>,
+    pub edges: Edges,
     /// Faces of each edge (see [`Edge::start`]).
     pub edge_faces: Vec<Face>,
     /// Shell (edge-connected component) of each triangle; `u32::MAX` for collapsed ones.
     pub shell: Vec<u32>,
     /// Number of shells.
     pub shell_count: usize,
-    /// Winding of each triangle relative to the one its shell's walk started
-    /// from (0 or 1); meaningful within a shell.
-    pub orientation: Vec<u8>,
-    /// Manifold patch of each triangle: the triangles one winding walk
-    /// reached across manifold edges (`u32::MAX` for collapsed ones). A shell
-    /// joined by non-manifold edges holds several patches, whose windings
-    /// cannot be compared with each other.
-    pub patch: Vec<u32>,
-    /// Number of patches.
-    pub patch_count: usize,
+    /// The triangles that disagree with their majority winding (see
+    /// [`Topology::flipped_faces`]), found when the mesh is built: the
+    /// per-triangle windings and patches they come from are not kept.
+    flipped: Vec<u32>,
     /// Whether the weld was exact (see [`Welded::exact`]).
     pub exact_weld: bool,
 }
@@ -89,17 +129,25 @@ impl Topology {
     /// Welds `points` at `tol` and builds the edge map, shells and winding
     /// for `triangles` (indices into `points`).
     pub fn build(points: &[[f64; 3]], triangles: &[[u32; 3]], tol: f64) -> Topology {
-        let Welded { labels: remap, count, exact } = weld_report(points, tol);
-        let mut vertices = vec![[0.0; 3]; count];
-        let mut seen = vec![false; count];
-        for (i, &w) in remap.iter().enumerate() {
-            if !seen[w as usize] {
-                seen[w as usize] = true;
-                vertices[w as usize] = points[i];
-            }
-        }
+        let (vertices, remap, exact) = welded_vertices(points, tol);
         let tris: Vec<[u32; 3]> =
             triangles.iter().map(|t| [remap[t[0] as usize], remap[t[1] as usize], remap[t[2] as usize]]).collect();
+        drop(remap);
+        let mut topo = Topology::from_welded(vertices, tris);
+        topo.exact_weld = exact;
+        topo
+    }
+
+    /// [`Topology::build`] for a caller that owns its points and need not
+    /// keep them: they are freed once welded, before the edge map is built,
+    /// and the welded triangles come from `triangles`, given the welded
+    /// index of every point. (The caller never holds its triangles over
+    /// point indices: the world mesh reads them through its instances.)
+    pub fn build_owned(points: Vec<[f64; 3]>, tol: f64, triangles: impl FnOnce(&[u32]) -> Vec<[u32; 3]>) -> Topology {
+        let (vertices, remap, exact) = welded_vertices(&points, tol);
+        drop(points);
+        let tris = triangles(&remap);
+        drop(remap);
         let mut topo = Topology::from_welded(vertices, tris);
         topo.exact_weld = exact;
         topo
@@ -124,88 +172,127 @@ impl Topology {
             offset[i + 1] += offset[i];
         }
         let mut fill = offset.clone();
-        // (larger vertex, triangle << 1 | walks lo -> hi)
-        let mut bucket = vec![(0u32, 0u32); offset[nv] as usize];
+        // Each directed edge's larger vertex and its face (triangle << 1 |
+        // walks lo -> hi), in two arrays: the faces become `edge_faces` as
+        // they stand, and the larger vertices are freed once the edges are
+        // read from them (one array of pairs held both, and the faces were
+        // copied out beside it).
+        let total = offset[nv] as usize;
+        let mut hi = vec![0u32; total];
+        let mut edge_faces = vec![Face(0); total];
         for (ti, t) in triangles.iter().enumerate() {
             if !collapsed[ti] {
                 for (u, v) in [(t[0], t[1]), (t[1], t[2]), (t[2], t[0])] {
                     let lo = u.min(v) as usize;
-                    bucket[fill[lo] as usize] = (u.max(v), ((ti as u32) << 1) | u32::from(u < v));
+                    let at = fill[lo] as usize;
+                    hi[at] = u.max(v);
+                    edge_faces[at] = Face(((ti as u32) << 1) | u32::from(u < v));
                     fill[lo] += 1;
                 }
             }
         }
         drop(fill);
-        // Buckets are sorted and read in chunks of vertices on the thread
-        // pool. An edge's faces are its bucket entries in order, so an edge
-        // starts at its entries' position: every chunk knows its edges'
-        // starts, and the result is the sequential one.
+        // Buckets are sorted by (larger vertex, face) and read in chunks of
+        // vertices on the thread pool. An edge's faces are its bucket
+        // entries in order, so an edge starts at its entries' position: every
+        // chunk knows its edges' starts, and the result is the sequential one.
         const CHUNK: usize = 4096;
         let starts: Vec<usize> = (0..nv).step_by(CHUNK).collect();
         let mut parts = Vec::with_capacity(starts.len());
-        let mut rest = &mut bucket[..];
+        let (mut rest_hi, mut rest_faces) = (&mut hi[..], &mut edge_faces[..]);
         for &s in &starts {
             let e = (s + CHUNK).min(nv);
-            let (head, tail) = rest.split_at_mut((offset[e] - offset[s]) as usize);
-            parts.push((s, head));
-            rest = tail;
+            let len = (offset[e] - offset[s]) as usize;
+            let (head_hi, tail_hi) = rest_hi.split_at_mut(len);
+            let (head_faces, tail_faces) = rest_faces.split_at_mut(len);
+            parts.push((s, head_hi, head_faces));
+            rest_hi = tail_hi;
+            rest_faces = tail_faces;
         }
-        parts.into_par_iter().for_each(|(s, part)| {
+        parts.into_par_iter().for_each(|(s, part_hi, part_faces)| {
             let base = offset[s];
+            let mut scratch: Vec<u64> = Vec::new();
             for lo in s..(s + CHUNK).min(nv) {
-                part[(offset[lo] - base) as usize..(offset[lo + 1] - base) as usize].sort_unstable();
+                let range = (offset[lo] - base) as usize..(offset[lo + 1] - base) as usize;
+                if range.len() < 2 {
+                    continue;
+                }
+                scratch.clear();
+                scratch.extend(
+                    part_hi[range.clone()]
+                        .iter()
+                        .zip(&part_faces[range.clone()])
+                        .map(|(&h, f)| ((h as u64) << 32) | f.0 as u64),
+                );
+                scratch.sort_unstable();
+                for ((h, f), &k) in part_hi[range.clone()].iter_mut().zip(&mut part_faces[range]).zip(&scratch) {
+                    *h = (k >> 32) as u32;
+                    *f = Face(k as u32);
+                }
             }
         });
-        let sorted = &bucket[..];
-        let edges: Vec<Edge> = starts
-            .par_iter()
-            .flat_map_iter(|&s| {
-                let mut out = Vec::new();
-                for lo in s..(s + CHUNK).min(nv) {
-                    let (from, to) = (offset[lo] as usize, offset[lo + 1] as usize);
-                    let mut i = from;
-                    while i < to {
-                        let hi = sorted[i].0;
-                        let start = i;
-                        while i < to && sorted[i].0 == hi {
-                            i += 1;
-                        }
-                        out.push(Edge { a: lo as u32, b: hi, start: start as u32, count: (i - start) as u32 });
-                    }
+        // Edges are runs of equal larger vertices within a bucket: counted
+        // per chunk, then written in place (a collected list of unknown
+        // length was held twice while it was joined).
+        let sorted = &hi[..];
+        // Calls `each` with every edge of bucket `lo`.
+        fn runs(sorted: &[u32], offset: &[u32], lo: usize, mut each: impl FnMut(Edge)) {
+            let (from, to) = (offset[lo] as usize, offset[lo + 1] as usize);
+            let mut i = from;
+            while i < to {
+                let h = sorted[i];
+                let start = i;
+                while i < to && sorted[i] == h {
+                    i += 1;
                 }
-                out
+                each(Edge { a: lo as u32, b: h, start: start as u32, count: (i - start) as u32 });
+            }
+        }
+        let per_chunk: Vec<usize> = starts
+            .par_iter()
+            .map(|&s| {
+                let mut n = 0;
+                for lo in s..(s + CHUNK).min(nv) {
+                    runs(sorted, &offset, lo, |_| n += 1);
+                }
+                n
             })
             .collect();
-        let edge_faces: Vec<Face> = sorted.par_iter().map(|&(_, f)| Face(f)).collect();
-        drop(bucket);
+        let mut ends = vec![[0u32; 3]; per_chunk.iter().sum()];
+        let mut slots = Vec::with_capacity(starts.len());
+        let mut rest = &mut ends[..];
+        for (&s, &n) in starts.iter().zip(&per_chunk) {
+            let (head, tail) = rest.split_at_mut(n);
+            slots.push((s, head));
+            rest = tail;
+        }
+        slots.into_par_iter().for_each(|(s, out)| {
+            let mut k = 0;
+            for lo in s..(s + CHUNK).min(nv) {
+                runs(sorted, &offset, lo, |e| {
+                    out[k] = [e.a, e.b, e.start];
+                    k += 1;
+                });
+            }
+        });
+        drop(hi);
         drop(offset);
+        let edges = Edges { ends, faces: edge_faces.len() as u32 };
         // Shells and winding are independent: they run side by side.
-        let ((shell, shell_count), (orientation, patch, patch_count)) = rayon::join(
+        let ((shell, shell_count), flipped) = rayon::join(
             || shells(&collapsed, &edges, &edge_faces),
             || orient(triangles.len(), &collapsed, &edges, &edge_faces),
         );
-        Topology {
-            vertices,
-            triangles,
-            collapsed,
-            edges,
-            edge_faces,
-            shell,
-            shell_count,
-            orientation,
-            patch,
-            patch_count,
-            exact_weld: true,
-        }
+        Topology { vertices, triangles, collapsed, edges, edge_faces, shell, shell_count, flipped, exact_weld: true }
     }
 
     /// Faces of an edge.
-    pub fn faces(&self, e: &Edge) -> &[Face] {
+    pub fn faces(&self, e: Edge) -> &[Face] {
         &self.edge_faces[e.start as usize..(e.start + e.count) as usize]
     }
 
     /// Edges used by exactly one triangle.
-    pub fn boundary_edges(&self) -> impl Iterator<Item = &Edge> {
+    pub fn boundary_edges(&self) -> impl Iterator<Item = Edge> + '_ {
         self.edges.iter().filter(|e| e.count == 1)
     }
 
@@ -232,20 +319,7 @@ impl Topology {
     /// manifold edges), the smaller of the two orientation classes. For a
     /// shell that is one patch, that is its shell's majority.
     pub fn flipped_faces(&self) -> Vec<u32> {
-        let mut counts = vec![[0u64; 2]; self.patch_count];
-        for (ti, &p) in self.patch.iter().enumerate() {
-            if p != u32::MAX {
-                counts[p as usize][self.orientation[ti] as usize] += 1;
-            }
-        }
-        // The minority class of each patch (ties: class 1, the class the walk did not start in).
-        let minority: Vec<u8> = counts.iter().map(|c| if c[0] < c[1] { 0 } else { 1 }).collect();
-        (0..self.triangles.len() as u32)
-            .filter(|&t| {
-                let p = self.patch[t as usize];
-                p != u32::MAX && self.orientation[t as usize] == minority[p as usize]
-            })
-            .collect()
+        self.flipped.clone()
     }
 
     /// Triangles in each shell.
@@ -281,13 +355,13 @@ impl Topology {
         };
         let nv = self.vertices.len();
         // fans[v] = incident corners - successful unions at v.
-        let mut fans = vec![0i64; nv];
+        let mut fans = vec![0i32; nv];
         for (t, tri) in self.triangles.iter().enumerate() {
             if !self.collapsed[t] {
                 tri.iter().for_each(|&v| fans[v as usize] += 1);
             }
         }
-        let mut uf = UnionFind::new(3 * self.triangles.len());
+        let mut uf = RankedUnionFind::new(3 * self.triangles.len());
         for e in self.edges.iter().filter(|e| e.count >= 2) {
             let faces = self.faces(e);
             let first = faces[0].tri();
@@ -366,31 +440,50 @@ impl Topology {
     }
 }
 
+/// The weld of `points` at `tol`: each welded vertex's position (the first
+/// point of its group), every point's welded index, and whether the weld
+/// was exact.
+fn welded_vertices(points: &[[f64; 3]], tol: f64) -> (Vec<[f64; 3]>, Vec<u32>, bool) {
+    let Welded { labels, count, exact } = weld_report(points, tol);
+    let mut vertices = vec![[0.0; 3]; count];
+    let mut seen = vec![false; count];
+    for (i, &w) in labels.iter().enumerate() {
+        if !seen[w as usize] {
+            seen[w as usize] = true;
+            vertices[w as usize] = points[i];
+        }
+    }
+    (vertices, labels, exact)
+}
+
 /// Shells: triangles joined across every edge they share (union-find),
 /// labelled in order of their lowest triangle; collapsed triangles get
 /// `u32::MAX`.
-fn shells(collapsed: &[bool], edges: &[Edge], edge_faces: &[Face]) -> (Vec<u32>, usize) {
+fn shells(collapsed: &[bool], edges: &Edges, edge_faces: &[Face]) -> (Vec<u32>, usize) {
     let n = collapsed.len();
-    let mut uf = UnionFind::new(n);
+    let mut uf = RankedUnionFind::new(n);
     for e in edges {
         let faces = &edge_faces[e.start as usize..(e.start + e.count) as usize];
         for w in faces.windows(2) {
             uf.union(w[0].tri(), w[1].tri());
         }
     }
+    // A shell's label is kept at its representative's slot until the walk
+    // reaches that triangle (which then takes the same label): no second
+    // array of labels. Collapsed triangles are never joined, so none is a
+    // representative of another.
     let mut shell = vec![u32::MAX; n];
-    let mut label = vec![u32::MAX; n];
     let mut shell_count = 0usize;
-    for (ti, s) in shell.iter_mut().enumerate() {
+    for ti in 0..n {
         if collapsed[ti] {
             continue;
         }
         let r = uf.find(ti as u32) as usize;
-        if label[r] == u32::MAX {
-            label[r] = shell_count as u32;
+        if shell[r] == u32::MAX {
+            shell[r] = shell_count as u32;
             shell_count += 1;
         }
-        *s = label[r];
+        shell[ti] = shell[r];
     }
     (shell, shell_count)
 }
@@ -398,7 +491,7 @@ fn shells(collapsed: &[bool], edges: &[Edge], edge_faces: &[Face]) -> (Vec<u32>,
 /// Orientation bits from a walk over manifold edges: two triangles sharing
 /// an edge agree when they traverse it in opposite directions. Each shell's
 /// walk starts from its lowest-numbered triangle.
-fn orient(n: usize, collapsed: &[bool], edges: &[Edge], edge_faces: &[Face]) -> (Vec<u8>, Vec<u32>, usize) {
+fn orient(n: usize, collapsed: &[bool], edges: &Edges, edge_faces: &[Face]) -> Vec<u32> {
     // Neighbours across manifold edges, at most three per triangle (its three
     // distinct edges), each packed as neighbour << 1 | same direction; in
     // edge order. Free slots hold NONE.
@@ -436,7 +529,25 @@ fn orient(n: usize, collapsed: &[bool], edges: &[Edge], edge_faces: &[Face]) -> 
         }
         patches += 1;
     }
-    (orientation, patch, patches as usize)
+    drop(nbr);
+    // Per manifold patch (the part of a shell whose windings can be
+    // compared across manifold edges), the smaller of the two orientation
+    // classes is flipped; for a shell that is one patch, that is its
+    // shell's majority.
+    let mut counts = vec![[0u64; 2]; patches as usize];
+    for (ti, &p) in patch.iter().enumerate() {
+        if p != u32::MAX {
+            counts[p as usize][orientation[ti] as usize] += 1;
+        }
+    }
+    // The minority class of each patch (ties: class 1, the class the walk did not start in).
+    let minority: Vec<u8> = counts.iter().map(|c| if c[0] < c[1] { 0 } else { 1 }).collect();
+    (0..n as u32)
+        .filter(|&t| {
+            let p = patch[t as usize];
+            p != u32::MAX && orientation[t as usize] == minority[p as usize]
+        })
+        .collect()
 }
 
 #[cfg(test)]
