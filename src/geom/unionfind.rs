@@ -1,72 +1,21 @@
 //! Union-find (disjoint sets) over `u32` elements, with path halving and
-//! union by size: the weld, the shells and the UV islands all group with it.
+//! union by rank: the weld, the shells, GEO-008's fans, the boundary loops
+//! and the UV islands all group with it.
 
-/// Union-find with path halving and union by size.
+/// Union-find with path halving and union by rank, 5 bytes an element (the
+/// rank is a byte: it never exceeds log2 of the element count). Which
+/// elements end up together, and so [`UnionFind::labels`], do not depend on
+/// how the trees are linked.
 #[derive(Debug, Clone)]
 pub struct UnionFind {
     parent: Vec<u32>,
-    size: Vec<u32>,
+    rank: Vec<u8>,
 }
 
 impl UnionFind {
     /// `n` singletons.
     pub fn new(n: usize) -> UnionFind {
-        UnionFind { parent: (0..n as u32).collect(), size: vec![1; n] }
-    }
-    /// The representative of `x`.
-    pub fn find(&mut self, mut x: u32) -> u32 {
-        while self.parent[x as usize] != x {
-            let p = self.parent[x as usize];
-            self.parent[x as usize] = self.parent[p as usize];
-            x = self.parent[x as usize];
-        }
-        x
-    }
-    /// Joins the sets of `a` and `b`; true when they were apart.
-    pub fn union(&mut self, a: u32, b: u32) -> bool {
-        let (ra, rb) = (self.find(a), self.find(b));
-        if ra == rb {
-            return false;
-        }
-        let (big, small) = if self.size[ra as usize] >= self.size[rb as usize] { (ra, rb) } else { (rb, ra) };
-        self.parent[small as usize] = big;
-        self.size[big as usize] += self.size[small as usize];
-        true
-    }
-    /// Component labels 0..k, numbered in order of each component's first
-    /// element, and k.
-    pub fn labels(&mut self) -> (Vec<u32>, usize) {
-        let n = self.parent.len();
-        let mut label = vec![u32::MAX; n];
-        let mut out = vec![0u32; n];
-        let mut k = 0u32;
-        for i in 0..n as u32 {
-            let r = self.find(i) as usize;
-            if label[r] == u32::MAX {
-                label[r] = k;
-                k += 1;
-            }
-            out[i as usize] = label[r];
-        }
-        (out, k as usize)
-    }
-}
-
-/// [`UnionFind`] in 5 bytes an element instead of 8: union by rank (a byte)
-/// rather than by size, for the large per-triangle and per-corner sets of
-/// the edge map (shells, non-manifold vertices). Which elements end up
-/// together, and whether a union joined two sets, do not depend on how the
-/// trees are linked, so its answers are [`UnionFind`]'s.
-#[derive(Debug, Clone)]
-pub struct RankedUnionFind {
-    parent: Vec<u32>,
-    rank: Vec<u8>,
-}
-
-impl RankedUnionFind {
-    /// `n` singletons.
-    pub fn new(n: usize) -> RankedUnionFind {
-        RankedUnionFind { parent: (0..n as u32).collect(), rank: vec![0; n] }
+        UnionFind { parent: (0..n as u32).collect(), rank: vec![0; n] }
     }
     /// The representative of `x`.
     pub fn find(&mut self, mut x: u32) -> u32 {
@@ -90,14 +39,60 @@ impl RankedUnionFind {
         }
         true
     }
+    /// Component labels 0..k, numbered in order of each component's first
+    /// element, and k.
+    pub fn labels(&mut self) -> (Vec<u32>, usize) {
+        let n = self.parent.len();
+        let mut label = vec![u32::MAX; n];
+        let mut out = vec![0u32; n];
+        let mut k = 0u32;
+        for i in 0..n as u32 {
+            let r = self.find(i) as usize;
+            if label[r] == u32::MAX {
+                label[r] = k;
+                k += 1;
+            }
+            out[i as usize] = label[r];
+        }
+        (out, k as usize)
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    /// Components by flood fill over the joined pairs, labelled like
+    /// [`UnionFind::labels`].
+    fn flood(n: usize, pairs: &[(u32, u32)]) -> Vec<u32> {
+        let mut next = vec![Vec::new(); n];
+        for &(a, b) in pairs {
+            next[a as usize].push(b);
+            next[b as usize].push(a);
+        }
+        let mut label = vec![u32::MAX; n];
+        let mut k = 0;
+        for s in 0..n {
+            if label[s] != u32::MAX {
+                continue;
+            }
+            let mut stack = vec![s as u32];
+            label[s] = k;
+            while let Some(v) = stack.pop() {
+                for &w in &next[v as usize] {
+                    if label[w as usize] == u32::MAX {
+                        label[w as usize] = k;
+                        stack.push(w);
+                    }
+                }
+            }
+            k += 1;
+        }
+        label
+    }
+
     #[test]
-    fn ranked_agrees_with_sized() {
+    fn labels_are_the_connected_components() {
         let mut seed = 0x2545_f491_4f6c_dd1du64;
         let mut rnd = move |n: u32| {
             seed ^= seed << 13;
@@ -106,16 +101,33 @@ mod tests {
             (seed % n as u64) as u32
         };
         for n in [1u32, 2, 10, 1000] {
-            let (mut a, mut b) = (UnionFind::new(n as usize), RankedUnionFind::new(n as usize));
-            for _ in 0..2 * n {
-                let (x, y) = (rnd(n), rnd(n));
-                assert_eq!(a.union(x, y), b.union(x, y));
+            let pairs: Vec<(u32, u32)> = (0..n).map(|_| (rnd(n), rnd(n))).collect();
+            let mut uf = UnionFind::new(n as usize);
+            let mut joined = 0;
+            for &(a, b) in &pairs {
+                joined += uf.union(a, b) as usize;
             }
-            for x in 0..n {
-                for y in [0, x / 2, n - 1] {
-                    assert_eq!(a.find(x) == a.find(y), b.find(x) == b.find(y));
-                }
-            }
+            let want = flood(n as usize, &pairs);
+            let (labels, k) = uf.labels();
+            assert_eq!(labels, want, "n = {n}");
+            // Every successful union removed one component.
+            assert_eq!(k, n as usize - joined);
         }
+    }
+
+    #[test]
+    fn ranks_fit_a_byte() {
+        // A chain of unions of equal-rank trees: the rank grows as log2(n).
+        let n = 1u32 << 16;
+        let mut uf = UnionFind::new(n as usize);
+        let mut step = 1;
+        while step < n {
+            for a in (0..n).step_by(2 * step as usize) {
+                uf.union(a, a + step);
+            }
+            step *= 2;
+        }
+        assert_eq!(uf.labels().1, 1);
+        assert!(uf.rank.iter().all(|&r| r <= 16));
     }
 }

@@ -11,7 +11,7 @@
 use super::hash::FxMap;
 use super::vector::normal;
 use super::weld::{Welded, weld_report};
-use crate::geom::unionfind::{RankedUnionFind, UnionFind};
+use crate::geom::unionfind::UnionFind;
 use rayon::prelude::*;
 
 /// An undirected edge key: the two welded vertex indices, smaller first.
@@ -361,7 +361,7 @@ impl Topology {
                 tri.iter().for_each(|&v| fans[v as usize] += 1);
             }
         }
-        let mut uf = RankedUnionFind::new(3 * self.triangles.len());
+        let mut uf = UnionFind::new(3 * self.triangles.len());
         for e in self.edges.iter().filter(|e| e.count >= 2) {
             let faces = self.faces(e);
             let first = faces[0].tri();
@@ -461,7 +461,7 @@ fn welded_vertices(points: &[[f64; 3]], tol: f64) -> (Vec<[f64; 3]>, Vec<u32>, b
 /// `u32::MAX`.
 fn shells(collapsed: &[bool], edges: &Edges, edge_faces: &[Face]) -> (Vec<u32>, usize) {
     let n = collapsed.len();
-    let mut uf = RankedUnionFind::new(n);
+    let mut uf = UnionFind::new(n);
     for e in edges {
         let faces = &edge_faces[e.start as usize..(e.start + e.count) as usize];
         for w in faces.windows(2) {

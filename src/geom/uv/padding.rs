@@ -72,7 +72,8 @@ fn padding_of(
     let islands = uv_islands(meshes);
     let too_close = |gap_texels: u32, plan: RasterPlan| (gap_texels as f64) / plan.scale < min_gap_px;
     let at_full = raster_at(width, height, 1.0);
-    let apart = (shortcut && islands.count >= 2)
+    // More islands than far_apart compares: skip its pass over the triangles.
+    let apart = (shortcut && (2..=MAX_BOXED as u32).contains(&islands.count))
         .then(|| far_apart(meshes, &islands, at_full, search_radius(search_px, at_full)))
         .flatten();
     let (st, plan, counts) = if let Some((owner, counts)) = apart {
@@ -347,8 +348,9 @@ const MAX_BOXED: usize = 64;
 /// texels between them can never be found neighbours (nor share a texel),
 /// and rasterising them would find nothing. A layout of a few islands with
 /// margins between them (a cube unwrapped into a grid of cells) is then
-/// measured without its raster. `None` when two boxes are closer, over
-/// [`MAX_BOXED`] islands, or over the raster's work budget.
+/// measured without its raster. `None` when two boxes are closer or over the
+/// raster's work budget. The pairs are compared one by one: the caller asks
+/// only for layouts of at most [`MAX_BOXED`] islands.
 fn far_apart(
     meshes: &[UvMesh<'_>],
     islands: &super::islands::Islands,
@@ -366,9 +368,6 @@ fn far_apart(
             boxes.push(None);
             *known = owner.len() as u32;
         }
-        if owner.len() > MAX_BOXED {
-            return;
-        }
         let Some(s) = setup(c, Coverage::Conservative, plan.width, plan.height) else { return };
         let (x0, x1, y0, y1) = s.bounds();
         let b = &mut boxes[*known as usize - 1];
@@ -377,9 +376,6 @@ fn far_apart(
             Some([a0, a1, b0, b1]) => [a0.min(x0), a1.max(x1), b0.min(y0), b1.max(y1)],
         });
     })?;
-    if owner.len() > MAX_BOXED {
-        return None;
-    }
     let reach = 2 * radius as i64;
     let boxes: Vec<[i64; 4]> = boxes.into_iter().flatten().collect();
     for (i, a) in boxes.iter().enumerate() {
