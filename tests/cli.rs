@@ -166,6 +166,14 @@ fn folder_runs_sort_paths_and_keep_the_worst_exit_code() {
     assert!(out_dir.join("b.glb.report.json").exists());
     assert!(out_dir.join("sub/a.glb.report.json").exists());
     assert!(out_dir.join("broken.glb.report.json").exists());
+    // Each file's part is rendered on its own and joined: the whole is
+    // byte for byte what serde_json's pretty printer writes for the array,
+    // and each report is the one written to the output folder.
+    let text = String::from_utf8(out.stdout.clone()).unwrap();
+    assert_eq!(text, format!("{}\n", serde_json::to_string_pretty(&v).unwrap()));
+    let written: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out_dir.join("sub/a.glb.report.json")).unwrap()).unwrap();
+    assert_eq!(arr[3], written);
 
     // The table ends with a summary of every file and the list of failures.
     let out = run(&["validate", dir.path().to_str().unwrap(), "--format", "table"]);

@@ -48,13 +48,47 @@ fn error_value(o: &FileResult, with_file: bool) -> serde_json::Value {
 /// array in path order for several, where a failed input is
 /// `{"error": {...}, "file": PATH}`.
 pub fn json(outcomes: &[FileResult], single: bool) -> String {
-    let value = |o: &FileResult| match &o.result {
-        Ok(r) => serde_json::to_value(r).expect("a report serialises"),
-        Err(_) => error_value(o, !single),
-    };
-    let v = if single { value(&outcomes[0]) } else { serde_json::Value::Array(outcomes.iter().map(value).collect()) };
-    let mut s = serde_json::to_string_pretty(&v).expect("JSON serialises");
-    s.push('\n');
+    json_joined(outcomes.iter().map(|o| json_entry(o, single)).collect(), single)
+}
+
+/// One input's part of [`json`]: its report (or error envelope) as
+/// pretty-printed JSON at the top level, without a trailing newline.
+/// Serialised straight from the report, not through a `serde_json::Value`
+/// (the same text without building and freeing a tree of maps), so a
+/// folder run can render each file's part on the worker that checked it
+/// while the other files are still being checked.
+pub fn json_entry(o: &FileResult, single: bool) -> String {
+    match &o.result {
+        Ok(r) => serde_json::to_string_pretty(r).expect("a report serialises"),
+        Err(_) => serde_json::to_string_pretty(&error_value(o, !single)).expect("JSON serialises"),
+    }
+}
+
+/// [`json`] from the parts [`json_entry`] rendered, in path order: the one
+/// part for a single input, else the array serde_json's pretty printer
+/// writes (each part's lines indented by two spaces; a part has no raw
+/// newline inside a string, JSON escapes them).
+pub fn json_joined(entries: Vec<String>, single: bool) -> String {
+    if single {
+        let mut s = entries.into_iter().next().unwrap_or_default();
+        s.push('\n');
+        return s;
+    }
+    if entries.is_empty() {
+        return "[]\n".into();
+    }
+    let mut s = String::with_capacity(entries.iter().map(|e| e.len() + e.len() / 16 + 4).sum::<usize>() + 4);
+    s.push('[');
+    for (i, e) in entries.iter().enumerate() {
+        s.push_str(if i == 0 { "\n  " } else { ",\n  " });
+        for (j, line) in e.split('\n').enumerate() {
+            if j > 0 {
+                s.push_str("\n  ");
+            }
+            s.push_str(line);
+        }
+    }
+    s.push_str("\n]\n");
     s
 }
 

@@ -4,9 +4,10 @@
 // length-prefixed frames on stdin/stdout:
 //   frame   = u32le total_length, u32le json_length, json, payload
 //   total_length counts everything after itself.
-// Rust -> Node: {type:"validate", id, uri, path?, size?} + the asset bytes
-//               (none when `path` names the plain file to read instead, of
-//               `size` bytes);
+// Rust -> Node: {type:"validate", id, uri, path?, size?, resources?} + the
+//               asset bytes (none when `path` names the plain file to read
+//               instead, of `size` bytes); `resources` answers ahead the
+//               URIs a .gltf names: uri -> {path, size} or {reason};
 //               {type:"bytes", id} + the asset bytes, when asked for them;
 //               {type:"resource", req, found, reason?, path?, size?} + the
 //               resource bytes (none when `path` names the file to read).
@@ -126,6 +127,17 @@ function resource(id, uri, local) {
   });
 }
 
+// A resource meshcheck answered in the validate frame: a file to read here
+// (asked for as bytes if that read fails, as a `path` reply is) or the
+// reason it cannot be had.
+function answered(id, uri, ahead) {
+  if (typeof ahead.path === 'string') {
+    const local = readLocal(ahead.path, ahead.size);
+    return local ? Promise.resolve(local) : resource(id, uri, false);
+  }
+  return Promise.reject(ahead.reason || `Could not load '${uri}'`);
+}
+
 // The asset's bytes: read from `path`, or the frame's payload; when the file
 // cannot be read as announced, meshcheck is asked for the bytes.
 function bytesOf(header, payload) {
@@ -147,12 +159,16 @@ function validate(header, payload) {
   // name one file gets that file once (it would otherwise be held a
   // thousand times over).
   const fetched = new Map();
+  const known = header.resources || {};
   const options = {
     uri: header.uri,
     maxIssues: 0,
     writeTimestamp: false,
     externalResourceFunction: (uri) => {
-      if (!fetched.has(uri)) fetched.set(uri, resource(id, uri, true));
+      if (!fetched.has(uri)) {
+        const ahead = Object.prototype.hasOwnProperty.call(known, uri) ? known[uri] : null;
+        fetched.set(uri, ahead ? answered(id, uri, ahead) : resource(id, uri, true));
+      }
       return fetched.get(uri);
     },
   };

@@ -407,11 +407,16 @@ impl Process {
         }
         let _unroute = Unroute(&self.routes, id);
         let by_path = main.path.and_then(wire_path);
-        let sent = match &by_path {
-            Some(path) => self
-                .send(&json!({"type": "validate", "id": id, "uri": uri, "path": path, "size": main.bytes.len()}), &[]),
-            None => self.send(&json!({"type": "validate", "id": id, "uri": uri}), main.bytes),
-        };
+        let mut frame = json!({"type": "validate", "id": id, "uri": uri});
+        if let Some(path) = &by_path {
+            frame["path"] = json!(path);
+            frame["size"] = json!(main.bytes.len());
+        }
+        let known = answered_ahead(main.bytes, resolver);
+        if !known.is_empty() {
+            frame["resources"] = Value::Object(known);
+        }
+        let sent = self.send(&frame, if by_path.is_some() { &[] } else { main.bytes });
         if sent.is_err() {
             return Attempt::Again;
         }
@@ -478,6 +483,55 @@ impl Process {
             }
         }
     }
+}
+
+/// The largest .gltf whose resources are answered ahead ([`answered_ahead`]);
+/// a larger one (its buffers embedded as data: URIs, typically) asks as it goes.
+const ANSWER_AHEAD_MAX: usize = 4 << 20;
+
+/// The URIs a .gltf names for its buffers and images.
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct Named {
+    buffers: Vec<Uri>,
+    images: Vec<Uri>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct Uri {
+    uri: Option<String>,
+}
+
+/// Answers, sent with the validate frame, for the files a .gltf names that
+/// are plain files in its folder (their path and size) or that the
+/// resolver refuses (the reason): uri -> `{path, size}` or `{reason}`, the
+/// answers [`resource`] gives. The driver uses one when the validator asks
+/// for that exact URI instead of asking meshcheck and waiting for a thread
+/// that may be busy, so Node does not idle between a folder's files; a URI
+/// the validator spells otherwise (it normalises `./a/../b.bin` and
+/// escapes spaces), a resource only held in memory (a zip member) and a
+/// GLB still ask as before. Empty for anything but a small JSON document
+/// read from a folder.
+fn answered_ahead(main: &[u8], resolver: &dyn Resolver) -> Map<String, Value> {
+    let mut out = Map::new();
+    let json = main.trim_ascii_start().first() == Some(&b'{');
+    if !json || main.len() > ANSWER_AHEAD_MAX || resolver.base_dir().is_none() {
+        return out;
+    }
+    let Ok(named) = serde_json::from_slice::<Named>(main) else { return out };
+    for uri in named.buffers.into_iter().chain(named.images).filter_map(|u| u.uri) {
+        if uri.starts_with("data:") || out.contains_key(&uri) {
+            continue;
+        }
+        let answer = match resource(&uri, resolver, true) {
+            Reply::Path(path, size) => json!({"path": path, "size": size}),
+            Reply::Missing(reason) => json!({"reason": reason}),
+            Reply::Bytes(_) => continue,
+        };
+        out.insert(uri, answer);
+    }
+    out
 }
 
 /// meshcheck's answer to the validator's request for a resource.
@@ -705,5 +759,39 @@ impl Validator {
     pub fn info(&self) -> crate::report::EngineInfo {
         let version = self.version().unwrap_or_else(|_| "unknown".into());
         crate::report::EngineInfo { name: "Khronos glTF-Validator".into(), version }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::asset::bundle::{DirResolver, NoResources};
+
+    #[test]
+    fn a_gltfs_plain_files_and_refusals_are_answered_ahead() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("model.bin"), [0u8; 12]).unwrap();
+        std::fs::write(dir.path().join("tex.png"), [1u8; 5]).unwrap();
+        let doc = br#" {"asset": {"version": "2.0"},
+            "buffers": [{"uri": "model.bin", "byteLength": 12}, {"byteLength": 4},
+                        {"uri": "data:application/octet-stream;base64,AAAA", "byteLength": 3}],
+            "images": [{"uri": "tex.png"}, {"uri": "missing.png"}, {"uri": "../outside.png"},
+                       {"uri": "model.bin"}, {"bufferView": 0}]}"#;
+        let resolver = DirResolver::new(dir.path());
+        let known = answered_ahead(doc, &resolver);
+        let keys: Vec<&str> = known.keys().map(String::as_str).collect();
+        assert_eq!(keys, ["model.bin", "tex.png", "missing.png", "../outside.png"], "data: and repeats left out");
+        assert_eq!(known["model.bin"]["size"], 12);
+        let path = known["tex.png"]["path"].as_str().unwrap();
+        assert_eq!(std::fs::read(path).unwrap(), [1u8; 5]);
+        // Refusals carry the reason the validator would be told on asking.
+        for uri in ["missing.png", "../outside.png"] {
+            let Reply::Missing(reason) = resource(uri, &resolver, true) else { panic!("{uri} is refused") };
+            assert_eq!(known[uri], json!({ "reason": reason }), "{uri}");
+        }
+        // Nothing ahead without a folder, for a GLB, or for a document that does not parse.
+        assert!(answered_ahead(doc, &NoResources).is_empty());
+        assert!(answered_ahead(b"glTF\x02\x00\x00\x00", &resolver).is_empty());
+        assert!(answered_ahead(b"{\"buffers\": 3}", &resolver).is_empty());
     }
 }
