@@ -225,6 +225,44 @@ fn box_glb() -> Vec<u8> {
 }
 
 #[test]
+fn a_validation_begun_ahead_is_taken_by_the_same_request_only() {
+    use meshcheck::asset::bundle::DirResolver;
+    use meshcheck::validator::Main;
+    // The fake validator names each outcome by the name it was given, the
+    // bytes it read and its count of validations so far (one process).
+    let (_pkg, install) = fake_package(
+        "globalThis.n = (globalThis.n || 0) + 1; return Promise.resolve({validatorVersion: options.uri + '-' + data.length + '-' + globalThis.n, issues: {numErrors: 0, numWarnings: 0, numInfos: 0, numHints: 0, messages: []}, info: {}});",
+    );
+    let v = Arc::new(Validator::with_install(install, Duration::from_secs(30)).unwrap());
+    v.limit(1);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("cube.glb");
+    let glb = box_glb();
+    std::fs::write(&path, &glb).unwrap();
+    let bytes: Arc<[u8]> = glb.clone().into();
+    let resolver = || Box::new(DirResolver::new(dir.path()));
+    let main = Main { bytes: &bytes, path: Some(&path) };
+
+    v.begin_ahead("cube.glb".into(), path.clone(), bytes.clone(), resolver());
+    let first = v.validate_main("cube.glb", main, resolver().as_ref()).unwrap();
+    assert_eq!(first.validator_version, format!("cube.glb-{}-1", glb.len()));
+    // Nothing was validated twice: the next validation is the second.
+    std::thread::sleep(Duration::from_millis(300));
+    let probe = v.validate("probe.glb", b"glTF", &meshcheck::asset::bundle::NoResources).unwrap();
+    assert_eq!(probe.validator_version, "probe.glb-4-2", "the file was validated once");
+
+    // Begun ahead for other bytes than the request's (the file changed in
+    // between): that outcome is not taken, the request is validated.
+    v.begin_ahead("cube.glb".into(), path.clone(), b"other".to_vec().into(), resolver());
+    let third = v.validate_main("cube.glb", main, resolver().as_ref()).unwrap();
+    assert!(third.validator_version.starts_with(&format!("cube.glb-{}-", glb.len())), "{}", third.validator_version);
+    // Nor for another name.
+    v.begin_ahead("other.glb".into(), path.clone(), bytes.clone(), resolver());
+    let fourth = v.validate_main("cube.glb", main, resolver().as_ref()).unwrap();
+    assert!(fourth.validator_version.starts_with("cube.glb-"), "{}", fourth.validator_version);
+}
+
+#[test]
 fn a_stuck_validator_is_killed_and_spec001_skips() {
     let (_dir, install) = fake_package(
         "if (data.length > 1000) return new Promise(() => {}); return Promise.resolve({validatorVersion: 'fake', issues: {numErrors: 0, numWarnings: 0, numInfos: 0, numHints: 0, messages: []}, info: {}});",

@@ -19,6 +19,7 @@ use clap::{Args, ValueEnum};
 use rayon::prelude::*;
 use std::io::{IsTerminal, Read};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Output formats of `validate`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -382,6 +383,38 @@ fn threads(args: &ValidateArgs) -> usize {
     args.jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())).max(1)
 }
 
+/// The largest file whose validation a folder run begins ahead of its turn.
+pub const AHEAD_MAX_BYTES: u64 = 16 << 20;
+
+/// Begins the reference validator's work on `job` before a worker takes it
+/// (`Validator::begin_ahead`): each worker begins its next file as it
+/// starts one, so Node always has files queued while the workers check
+/// theirs. Only a GLB or .gltf on disk of at most [`AHEAD_MAX_BYTES`] that
+/// opens cleanly, once (`begun`); everything else waits for its turn. The
+/// request is the one the engine makes (`asset::open`, its main name,
+/// bytes and resolver), and the engine takes the outcome only when its own
+/// request is the same.
+fn begin_ahead(job: &Job, opts: &Options, begun: &AtomicBool) {
+    let (Some(v), Some(path)) = (&opts.validator, &job.path) else { return };
+    if !opts.runs_validator() || begun.swap(true, Ordering::SeqCst) {
+        return;
+    }
+    if std::fs::metadata(path).map_or(true, |m| m.len() > AHEAD_MAX_BYTES) {
+        return;
+    }
+    let Ok(input) = Input::from_path(path) else { return };
+    if crate::asset::sniff(&input.bytes).is_err() {
+        return;
+    }
+    let Ok(opened) = crate::asset::open(input) else { return };
+    if opened.info.main_file.is_some() {
+        // A zip's main file exists only in memory: validated in its turn.
+        return;
+    }
+    let uri = opened.main_name();
+    v.begin_ahead(uri, path.clone(), opened.main.into(), opened.resolver);
+}
+
 /// How much lower than the rest of the process the checks' workers run
 /// when the reference validator runs beside them (a nice value: weight 110
 /// against Node's 1024 on a shared core).
@@ -452,10 +485,17 @@ pub fn run(args: ValidateArgs) -> Result<i32> {
         bar
     });
     let single = jobs.len() == 1 && !folder;
+    // Whether a job's validation was begun (ahead of it, or by the job itself).
+    let begun: Vec<AtomicBool> = jobs.iter().map(|_| AtomicBool::new(false)).collect();
     let outcomes = pool.install(|| {
         jobs.par_iter()
             .zip(&plan.inputs)
-            .map(|(job, (i, _))| {
+            .enumerate()
+            .map(|(k, (job, (i, _)))| {
+                begun[k].store(true, Ordering::SeqCst);
+                if let (Some(next), Some((n, _))) = (jobs.get(k + 1), plan.inputs.get(k + 1)) {
+                    begin_ahead(next, &plan.options[*n], &begun[k + 1]);
+                }
                 let (o, visuals) = validate_job_for_card(job, &plan.options[*i], shots_dir.as_deref(), card.as_ref());
                 // JSON is rendered by the worker that checked the file, beside
                 // the files still being checked, not in one pass at the end.

@@ -586,6 +586,17 @@ pub struct Validator {
     hello: Mutex<Option<Receiver<std::result::Result<Hello, String>>>>,
     /// What the first process said: its version and extensions, or why it did not start.
     started: OnceLock<std::result::Result<Hello, Error>>,
+    /// Validations begun ahead of their file's turn ([`Validator::begin_ahead`]),
+    /// by the main file's path.
+    ahead: Mutex<HashMap<PathBuf, Ahead>>,
+}
+
+/// A validation begun ahead: the name and bytes it was asked for, and its
+/// outcome when it comes.
+struct Ahead {
+    uri: String,
+    bytes: Arc<[u8]>,
+    outcome: Receiver<std::result::Result<Findings, Failure>>,
 }
 
 /// A validation's claim on a process: counted in flight until dropped.
@@ -632,6 +643,7 @@ impl Validator {
             timeout,
             hello: Mutex::new(Some(rx)),
             started: OnceLock::new(),
+            ahead: Mutex::new(HashMap::new()),
         })
     }
 
@@ -743,6 +755,28 @@ impl Validator {
         if let Some(Err(e)) = self.started.get() {
             return Err(Failure::Crashed(e.message.clone()));
         }
+        // A validation of the same request begun ahead: its outcome.
+        let begun = main.path.and_then(|p| self.ahead.lock().ok()?.remove(p));
+        if let Some(a) = begun
+            && a.uri == uri
+            && *a.bytes == *main.bytes
+            && let Ok(outcome) = a.outcome.recv()
+        {
+            return outcome;
+        }
+        self.validate_fresh(uri, main, resolver)
+    }
+
+    /// [`Validator::validate_main`] without looking for a validation begun ahead.
+    fn validate_fresh(
+        &self,
+        uri: &str,
+        main: Main<'_>,
+        resolver: &dyn Resolver,
+    ) -> std::result::Result<Findings, Failure> {
+        if let Some(Err(e)) = self.started.get() {
+            return Err(Failure::Crashed(e.message.clone()));
+        }
         for _ in 0..RETRIES {
             let claim = self.claim()?;
             match claim.process.validate(uri, main, resolver, self.timeout, claim.ahead) {
@@ -753,6 +787,37 @@ impl Validator {
             }
         }
         Err(Failure::Crashed("the validator's processes kept ending before this file's turn".into()))
+    }
+
+    /// Begins validating a plain file on disk before its turn comes, on a
+    /// thread of its own: `uri`, `bytes` (what was read from `path`) and
+    /// `resolver` as [`Validator::validate_main`] will be asked for them.
+    /// When that call comes with the same path, name and bytes, it returns
+    /// this outcome instead of validating again; otherwise (the file changed
+    /// in between, or it is never asked for) the outcome is not used. A
+    /// folder run begins each worker's next file this way, so that Node's
+    /// queue holds more files than there are workers and it does not wait
+    /// while the workers finish their checks (BENCHMARKS.md, "SPEC-001
+    /// overhead").
+    pub fn begin_ahead(self: &Arc<Self>, uri: String, path: PathBuf, bytes: Arc<[u8]>, resolver: Box<dyn Resolver>) {
+        let Ok(mut ahead) = self.ahead.lock() else { return };
+        if ahead.contains_key(&path) {
+            return;
+        }
+        let (tx, rx) = sync_channel(1);
+        ahead.insert(path.clone(), Ahead { uri: uri.clone(), bytes: bytes.clone(), outcome: rx });
+        drop(ahead);
+        let pool = self.clone();
+        let held = bytes.clone();
+        let spawned = std::thread::Builder::new().name("validate-ahead".into()).spawn(move || {
+            let outcome = pool.validate_fresh(&uri, Main { bytes: &held, path: Some(&path) }, resolver.as_ref());
+            let _ = tx.send(outcome);
+        });
+        if spawned.is_err()
+            && let Ok(mut ahead) = self.ahead.lock()
+        {
+            ahead.retain(|_, a| !Arc::ptr_eq(&a.bytes, &bytes));
+        }
     }
 
     /// Name and version for the report's `validator` field.
