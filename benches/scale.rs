@@ -23,6 +23,10 @@
 //! MESHCHECK_BENCH_SIZES_MB=1,32,250 MESHCHECK_BENCH_RUNS=3 cargo bench --bench scale
 //! ```
 //!
+//! With `MESHCHECK_BENCH_KEEP=1` the generated spheres stay in
+//! `$TMPDIR/meshcheck-bench/scale/sphere_{MB}mb.glb` (to compare reports or
+//! profile one file); otherwise each is deleted once measured.
+//!
 //! MB here is 10^6 bytes, as the service's limit is written. Needs Node and
 //! the validator (`npm ci`) for the peer and for serve's SPEC-001.
 
@@ -138,7 +142,9 @@ fn main() {
         }
         let serve = serve_async(&http, &base, &account.key, served.pid(), &path);
         rows.push(Row { mb, bytes, triangles, cli_s: median(cli), cli_peak, peer_s: median(peer), peer_peak, serve });
-        let _ = std::fs::remove_file(&path);
+        if std::env::var_os("MESHCHECK_BENCH_KEEP").is_none() {
+            let _ = std::fs::remove_file(&path);
+        }
     }
     let _ = served.stop(Duration::from_secs(30));
     print(&rows, runs);

@@ -10,7 +10,7 @@ use crate::checks::{CheckDef, CheckOutput, Comparison, Ctx};
 use crate::error::{Error, ErrorCode, Result};
 use crate::profile::Profile;
 use crate::report::{self, CheckResult, EngineInfo, Mode, ProfileInfo, Report, Severity, Stats, Status};
-use crate::validator::{self, Main, Validator};
+use crate::validator::{self, Main, MainBytes, Validator};
 #[cfg(feature = "vision")]
 use crate::vision;
 use rayon::prelude::*;
@@ -158,7 +158,7 @@ pub fn validate_gated(
     opts: &Options,
     gate: &(dyn Fn() -> Result<()> + Sync),
 ) -> Result<(Report, Option<Rendered>)> {
-    validate_source(input, None, opts, gate)
+    validate_source(input, Origin::Memory, opts, gate)
 }
 
 /// [`validate_with_stills`] of an input read from `path`, a plain file on
@@ -166,12 +166,42 @@ pub fn validate_gated(
 /// file itself instead of taking its bytes through a pipe (and takes them
 /// after all if the file changed in between), so the findings are the same.
 pub fn validate_file_with_stills(input: Input, path: &Path, opts: &Options) -> Result<(Report, Option<Rendered>)> {
-    validate_source(input, Some(path), opts, &|| Ok(()))
+    validate_source(input, Origin::File(path), opts, &|| Ok(()))
+}
+
+/// [`validate_with_stills`] of an input whose bytes are also the file at
+/// `path`, one that does not change while it is validated (the service's
+/// stored blob): SPEC-001's validator reads the file itself, and the bytes
+/// are freed once loaded, as they are when SPEC-001 does not run, rather
+/// than held for the validator. Should Node fail to read the file, the
+/// validator reads it again for Node ([`validator::MainBytes::OnDisk`]).
+pub fn validate_stored_with_stills(input: Input, path: &Path, opts: &Options) -> Result<(Report, Option<Rendered>)> {
+    validate_source(input, Origin::Stored(path), opts, &|| Ok(()))
+}
+
+/// Where an input's bytes came from.
+#[derive(Debug, Clone, Copy)]
+enum Origin<'a> {
+    /// Memory only.
+    Memory,
+    /// A plain file that could change: the bytes are held for the validator.
+    File(&'a Path),
+    /// A file that does not change while validated: the bytes are not held.
+    Stored(&'a Path),
+}
+
+impl<'a> Origin<'a> {
+    fn path(self) -> Option<&'a Path> {
+        match self {
+            Origin::Memory => None,
+            Origin::File(p) | Origin::Stored(p) => Some(p),
+        }
+    }
 }
 
 fn validate_source(
     input: Input,
-    path: Option<&Path>,
+    origin: Origin<'_>,
     opts: &Options,
     gate: &(dyn Fn() -> Result<()> + Sync),
 ) -> Result<(Report, Option<Rendered>)> {
@@ -187,7 +217,7 @@ fn validate_source(
     }
     if let Err(e) = asset::sniff(&input.bytes) {
         // Not a container meshcheck reads; the validator may still say why.
-        let main = Main { bytes: &input.bytes, path };
+        let main = Main { bytes: MainBytes::Held(&input.bytes), path: origin.path() };
         let spec = validator.as_ref().map(|v| v.validate_main(&input.filename, main, &asset::bundle::NoResources));
         if let Some(v) = &validator {
             v.ready()?;
@@ -204,7 +234,7 @@ fn validate_source(
     let local = false;
     let load_options = asset::LoadOptions { keep_images: renders && local };
     // After the load: the gate, the stills and the checks.
-    let measure = |a: Asset| {
+    let measure = |mut a: Asset| {
         gate()?;
         #[cfg(feature = "render")]
         let render = renders.then(|| {
@@ -214,29 +244,43 @@ fn validate_source(
         });
         #[cfg(not(feature = "render"))]
         let render: Option<RenderRun> = None;
-        let checks = run_checks(&a, opts, None, render.as_ref());
+        let checks = run_checks_freeing(&mut a, opts, None, render.as_ref());
         Ok((a, checks, render))
     };
     let load = |opened: &asset::Opened| timed(|| "load".into(), || asset::load_opened_with(opened, load_options));
-    let (loaded, spec) = match validator.as_ref() {
+    let joined = |spec: std::thread::Result<SpecRun>| {
+        spec.unwrap_or_else(|_| Err(validator::Failure::Crashed("the validator thread panicked".into())))
+    };
+    // A zip's main file exists only in memory; a GLB or .gltf is the file itself.
+    let origin = if opened.info.main_file.is_none() { origin } else { Origin::Memory };
+    let (loaded, spec) = match (validator.as_ref(), origin) {
+        // The validator reads a stored file itself: nothing reads the bytes
+        // after the load, so they are freed as they are without it.
+        (Some(v), Origin::Stored(path)) => {
+            let name = opened.main_name();
+            let main = Main { bytes: MainBytes::OnDisk(opened.main.len() as u64), path: Some(path) };
+            let resolver = opened.resolver.clone();
+            std::thread::scope(|s| {
+                let handle = s.spawn(move || v.validate_main(&name, main, resolver.as_ref()));
+                let loaded = load(&opened);
+                drop(opened);
+                let loaded = loaded.and_then(measure);
+                (loaded, Some(joined(handle.join())))
+            })
+        }
         // The reference validator runs beside the loader, the renderer and the checks.
-        Some(v) => std::thread::scope(|s| {
+        (Some(v), _) => std::thread::scope(|s| {
             let name = opened.main_name();
             let opened = &opened;
-            // A zip's main file exists only in memory; a GLB or .gltf is the file itself.
-            let path = path.filter(|_| opened.info.main_file.is_none());
-            let handle =
-                s.spawn(move || v.validate_main(&name, Main { bytes: &opened.main, path }, opened.resolver.as_ref()));
+            let main = Main { bytes: MainBytes::Held(&opened.main), path: origin.path() };
+            let handle = s.spawn(move || v.validate_main(&name, main, opened.resolver.as_ref()));
             let loaded = load(opened).and_then(measure);
-            let spec = handle
-                .join()
-                .unwrap_or_else(|_| Err(validator::Failure::Crashed("the validator thread panicked".into())));
-            (loaded, Some(spec))
+            (loaded, Some(joined(handle.join())))
         }),
         // Without it, nothing reads the input's bytes after the load (the
         // asset keeps what the checks measure): they are freed before the
         // checks build their own arrays, which lowers the peak by the input's size.
-        None => {
+        (None, _) => {
             let loaded = load(&opened);
             drop(opened);
             (loaded.and_then(measure), None)
@@ -289,71 +333,135 @@ pub fn run_checks(
     spec: Option<&SpecRun>,
     render: Option<&RenderRun>,
 ) -> Vec<CheckResult> {
-    // What several checks share (the welded world mesh, the degenerate
-    // flags) is built once, before the checks that read it: a check that
-    // found it half-built on a rayon thread could otherwise wait on itself
-    // (a thread that waits in a `par_iter` may pick up another check's
-    // job). The checks that never read it run meanwhile; every check runs
-    // side by side with the others on the thread pool. Results keep catalog
-    // order, whatever the scheduling.
-    let selected = |def: &CheckDef| opts.selection.runs(def.id);
-    let run = |(idx, def): (usize, &&'static CheckDef)| {
-        (idx, timed(|| format!("check {}", def.id), || run_check(def, asset, opts, spec, render)))
+    let checks = Checks { opts, spec, render };
+    let results = if phased(asset) {
+        let mut results = checks.first_phase(asset);
+        results.extend(checks.second_phase(asset));
+        results
+    } else {
+        checks.overlapped(asset)
     };
-    let prepare = || {
+    in_catalog_order(results)
+}
+
+/// [`run_checks`] on an asset the caller owns: a large mesh's second phase
+/// runs after every primitive's UVs, normals, tangents and colours are
+/// freed ([`crate::asset::scene::Scene::free_surface_attributes`]; only the
+/// first phase's checks and the renderer, which has drawn by then, read
+/// them), so they are not held beside the welded mesh. The asset keeps
+/// positions and triangles, which is all the report's stats and SPEC-001's
+/// second run read.
+fn run_checks_freeing(
+    asset: &mut Asset,
+    opts: &Options,
+    spec: Option<&SpecRun>,
+    render: Option<&RenderRun>,
+) -> Vec<CheckResult> {
+    if !phased(asset) {
+        return run_checks(asset, opts, spec, render);
+    }
+    let checks = Checks { opts, spec, render };
+    let mut results = checks.first_phase(asset);
+    asset.scene.free_surface_attributes();
+    results.extend(checks.second_phase(asset));
+    in_catalog_order(results)
+}
+
+/// Whether `asset`'s checks run in two phases ([`PHASED_WORLD_BYTES`]): a
+/// large mesh's checks that never read the world mesh run first, side by
+/// side, then the mesh is built and its checks run, so that the others'
+/// working arrays (UV-005's islands, PERF-006's vertex tables) are freed
+/// before the mesh is built rather than held beside it.
+fn phased(asset: &Asset) -> bool {
+    asset.scene.world_mesh_bytes() >= PHASED_WORLD_BYTES
+}
+
+fn in_catalog_order(mut results: Indexed) -> Vec<CheckResult> {
+    results.sort_unstable_by_key(|(idx, _)| *idx);
+    results.into_iter().map(|(_, r)| r).collect()
+}
+
+/// What every check of one run reads besides the asset.
+#[derive(Clone, Copy)]
+struct Checks<'a> {
+    opts: &'a Options,
+    spec: Option<&'a SpecRun>,
+    render: Option<&'a RenderRun>,
+}
+
+// What several checks share (the welded world mesh, the degenerate flags)
+// is built once, before the checks that read it: a check that found it
+// half-built on a rayon thread could otherwise wait on itself (a thread
+// that waits in a `par_iter` may pick up another check's job). Every check
+// runs side by side with the others on the thread pool. Results keep
+// catalog order, whatever the scheduling.
+impl Checks<'_> {
+    fn run(&self, asset: &Asset, idx: usize, def: &CheckDef) -> (usize, CheckResult) {
+        (idx, timed(|| format!("check {}", def.id), || run_check(def, asset, self.opts, self.spec, self.render)))
+    }
+
+    fn prepare(&self, asset: &Asset) {
+        let selected = |def: &CheckDef| self.opts.selection.runs(def.id);
+        let (spec, render) = (self.spec, self.render);
         timed(
             || "shared data (welded world mesh)".into(),
-            || catalog::prepare(&Ctx { asset, profile: &opts.profile, spec, render }, &selected),
+            || catalog::prepare(&Ctx { asset, profile: &self.opts.profile, spec, render }, &selected),
         )
-    };
-    let world_checks = |hungry: Option<bool>| -> Indexed {
+    }
+
+    fn world_checks(&self, asset: &Asset, hungry: Option<bool>) -> Indexed {
         CATALOG
             .par_iter()
             .enumerate()
             .filter(|(_, d)| catalog::reads_world(d) && hungry.is_none_or(|h| catalog::memory_hungry(d) == h))
-            .map(run)
+            .map(|(idx, def)| self.run(asset, idx, def))
             .collect()
-    };
-    let other_checks =
-        || -> Indexed { CATALOG.par_iter().enumerate().filter(|(_, d)| !catalog::reads_world(d)).map(run).collect() };
-    let mut results = if asset.scene.world_mesh_bytes() >= PHASED_WORLD_BYTES {
-        // A large mesh: the checks that never read the world mesh run
-        // first, side by side, then the mesh is built and its checks run,
-        // so that the others' working arrays (UV-005's islands, PERF-006's
-        // vertex tables) are freed before the mesh is built rather than
-        // held beside it. Beside the mesh, the memory-hungry checks run one
-        // after another (each still using the pool inside), beside the
-        // others.
-        let mut results = other_checks();
-        prepare();
-        let (hungry, rest) = rayon::join(
+    }
+
+    /// The checks that never read the world mesh, side by side.
+    fn first_phase(&self, asset: &Asset) -> Indexed {
+        CATALOG
+            .par_iter()
+            .enumerate()
+            .filter(|(_, d)| !catalog::reads_world(d))
+            .map(|(idx, def)| self.run(asset, idx, def))
+            .collect()
+    }
+
+    /// The world mesh, then its checks. Beside the mesh, the memory-hungry
+    /// checks run one after another (each still using the pool inside),
+    /// beside the others.
+    fn second_phase(&self, asset: &Asset) -> Indexed {
+        self.prepare(asset);
+        let (mut hungry, rest) = rayon::join(
             || {
                 let mut out = Indexed::new();
                 for (idx, def) in CATALOG.iter().enumerate() {
                     if catalog::reads_world(def) && catalog::memory_hungry(def) {
-                        out.push(run((idx, def)));
+                        out.push(self.run(asset, idx, def));
                     }
                 }
                 out
             },
-            || world_checks(Some(false)),
+            || self.world_checks(asset, Some(false)),
         );
-        results.extend(hungry);
-        results.extend(rest);
-        results
-    } else {
+        hungry.extend(rest);
+        hungry
+    }
+
+    /// A smaller mesh: built beside the checks that never read it, then
+    /// its checks, all on the pool.
+    fn overlapped(&self, asset: &Asset) -> Indexed {
         let (mut results, rest) = rayon::join(
             || {
-                prepare();
-                world_checks(None)
+                self.prepare(asset);
+                self.world_checks(asset, None)
             },
-            other_checks,
+            || self.first_phase(asset),
         );
         results.extend(rest);
         results
-    };
-    results.sort_unstable_by_key(|(idx, _)| *idx);
-    results.into_iter().map(|(_, r)| r).collect()
+    }
 }
 
 /// From this estimated size of the welded world mesh up

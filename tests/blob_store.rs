@@ -4,9 +4,10 @@
 //! sweeps' one-hour margin; the URL's startup errors; and `meshcheck serve
 //! --blob-store s3://…` end to end: an upload streamed into the bucket,
 //! validated by blob_id in full mode, leaves no blob behind, and the
-//! report's still is served from the bucket.
+//! report's still is served from the bucket; and serve's async path, whose
+//! validator reads the job's input from a file in either store.
 
-use crate::serve::srv;
+use crate::serve::{srv, srv_over, start as start_in_process, wait_job};
 use crate::support::s3;
 use crate::support::serve_process::{create_account, serve_command, start};
 use meshcheck::store::s3::S3Bucket;
@@ -271,4 +272,109 @@ fn serve_keeps_uploads_and_stills_in_an_s3_bucket() {
         let files = std::fs::read_dir(tmp.path().join(folder)).map(|d| d.count()).unwrap_or(0);
         assert_eq!(files, 0, "nothing in the data folder's {folder}/");
     }
+}
+
+/// serve's async path (`POST /v1/validate {"blob_id"}` above the sync
+/// limit): SPEC-001's validator reads the job's input from a file and the
+/// bytes are not held for it (the blob's own file in a folder store; for a
+/// bucket, a copy in the data folder's `spill/`, deleted with the job). The
+/// report is the one the sync path gives with the bytes in memory, the
+/// validator's finding on the file's content included, in both stores.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_async_path_validates_from_a_file_with_the_report_of_the_bytes() {
+    let server = s3::start().unwrap();
+    let env = server.env();
+    // The cube whose JSON names an unknown property: a finding only the validator makes.
+    let glb = {
+        let glb = crate::serve::box_glb();
+        let at = glb.windows(7).position(|w| w == b"\"scene\"").unwrap();
+        let mut out = glb.clone();
+        out[at..at + 7].copy_from_slice(b"\"scenx\"");
+        out
+    };
+    let mut reports = Vec::new();
+    for (store, sync_max_bytes) in [("dir", 0), ("s3", 0), ("dir", 20_000_000), ("s3", 20_000_000)] {
+        let tmp = tempfile::tempdir().unwrap();
+        let blobs: std::sync::Arc<dyn Blobs> = match store {
+            "dir" => std::sync::Arc::new(DirBlobs::new(tmp.path().join("blobs")).unwrap()),
+            _ => {
+                let settings = env.iter().map(|(k, v)| (*k, v.as_str()));
+                let bucket =
+                    S3Bucket::with_settings(&server.bucket, &format!("async{sync_max_bytes}"), settings).unwrap();
+                std::sync::Arc::new(bucket.blobs("blobs"))
+            }
+        };
+        let s = srv_over(tmp.path(), blobs, |c| c.sync_max_bytes = sync_max_bytes);
+        let (_, key) = s.account("studio");
+        let run = start_in_process(&s).await;
+        let http = reqwest::Client::new();
+        let begin: Value =
+            http.post(run.url("/v1/uploads")).header("x-api-key", &key).send().await.unwrap().json().await.unwrap();
+        let path = begin["upload_url"].as_str().unwrap().strip_prefix("http://meshcheck.test").unwrap().to_string();
+        let put = http.put(run.url(&path)).header("x-api-key", &key).body(glb.clone()).send().await.unwrap();
+        assert_eq!(put.status(), 200);
+        let r = http
+            .post(run.url("/v1/validate"))
+            .header("x-api-key", &key)
+            .json(&json!({"blob_id": begin["blob_id"]}))
+            .send()
+            .await
+            .unwrap();
+        let mut report: Value = if sync_max_bytes == 0 {
+            assert_eq!(r.status(), 202, "{store}: a job");
+            let env: Value = r.json().await.unwrap();
+            let job = env["job_id"].as_str().unwrap().to_string();
+            let status = wait_job(&s, &key, &job, |st| st == "done" || st == "failed").await;
+            assert_eq!(status, "done", "{store}");
+            let done: Value = http
+                .get(run.url(&format!("/v1/jobs/{job}")))
+                .header("x-api-key", &key)
+                .send()
+                .await
+                .unwrap()
+                .json()
+                .await
+                .unwrap();
+            done["result"].clone()
+        } else {
+            assert_eq!(r.status(), 200, "{store}: in the request");
+            r.json().await.unwrap()
+        };
+        run.stop().await;
+        let spec = report["checks"].as_array().unwrap().iter().find(|c| c["id"] == "SPEC-001").unwrap().clone();
+        assert_ne!(spec["status"], "skipped", "{store} {sync_max_bytes}: {spec}");
+        assert_eq!(spec["measured"]["messages"][0]["code"], "UNEXPECTED_PROPERTY", "{store}: {spec}");
+        // The bucket's copy for the validator is made for a job alone, and deleted with it.
+        let spilled = std::fs::read_dir(tmp.path().join("spill")).map(|d| d.count());
+        match (store, sync_max_bytes) {
+            ("s3", 0) => assert_eq!(spilled.unwrap(), 0, "the copy is deleted"),
+            _ => assert!(spilled.is_err(), "{store} {sync_max_bytes}: no copy made"),
+        }
+        let o = report.as_object_mut().unwrap();
+        for volatile in ["report_id", "created_at", "expires_at"] {
+            o.remove(volatile);
+        }
+        o["input"].as_object_mut().unwrap().remove("filename");
+        reports.push(report);
+    }
+    for r in &reports[1..] {
+        assert_eq!(r, &reports[0]);
+    }
+}
+
+/// A crash leaves the bucket's copies of job inputs in the data folder's
+/// `spill/`: the janitor deletes those an hour old on every node, never a
+/// younger one (a job that may still be running).
+#[test]
+fn copies_of_job_inputs_a_crash_left_are_swept_once_an_hour_old() {
+    let s = srv();
+    let spill = s.dir.join(meshcheck::server::work::SPILL_DIR);
+    std::fs::create_dir_all(&spill).unwrap();
+    std::fs::write(spill.join("input_old"), b"glb").unwrap();
+    std::fs::write(spill.join("input_young"), b"glb").unwrap();
+    let two_hours_ago = std::time::SystemTime::now() - Duration::from_secs(2 * 3600);
+    std::fs::File::options().write(true).open(spill.join("input_old")).unwrap().set_modified(two_hours_ago).unwrap();
+    assert_eq!(meshcheck::server::work::sweep_spill(&s.state), 1);
+    assert!(!spill.join("input_old").exists());
+    assert!(spill.join("input_young").exists());
 }

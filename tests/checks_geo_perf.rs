@@ -352,3 +352,30 @@ fn new_checks_follow_only_and_skip() {
         assert_eq!(check(&r, id).status, Status::Skipped, "{id} not selected");
     }
 }
+
+/// A mesh large enough for the two phases (`engine::PHASED_WORLD_BYTES`),
+/// with normals and UVs that the first phase reads and the second runs
+/// without (`Scene::free_surface_attributes`): `engine::validate`, which
+/// frees them between the phases, gives the report that checking a
+/// borrowed asset, which frees nothing, gives.
+#[test]
+fn a_large_mesh_checked_without_its_surface_attributes_gives_the_same_report() {
+    let glb = Doc::single(sphere(900, 450, 1.0)).to_glb();
+    let opts = Options { selection: Selection::parse(&[], &["SPEC-001".into()]).unwrap(), ..Options::default() };
+    let asset = meshcheck::asset::load(meshcheck::asset::Input::from_bytes("sphere.glb", glb.clone())).unwrap();
+    assert!(asset.scene.world_mesh_bytes() >= meshcheck::engine::PHASED_WORLD_BYTES, "checked in two phases");
+    let p = &asset.scene.primitives[0];
+    assert!(p.normals.is_some() && p.has_uv(0), "the sphere has normals and UVs");
+    let kept = meshcheck::engine::report_for(&asset, &opts);
+    let freed = meshcheck::engine::validate(meshcheck::asset::Input::from_bytes("sphere.glb", glb), &opts).unwrap();
+    let json = |r: &Report| {
+        let mut v = serde_json::to_value(r).unwrap();
+        v.as_object_mut().unwrap().remove("created_at");
+        v
+    };
+    assert_eq!(json(&freed), json(&kept));
+    // UV-005 measured the UVs (in the first phase, before they went).
+    let islands = check(&freed, "UV-005");
+    assert_ne!(islands.status, Status::Skipped, "{:?}", islands.measured);
+    assert!(!islands.measured.is_empty());
+}

@@ -34,11 +34,15 @@ pub(crate) fn validator() -> Option<Arc<meshcheck::validator::Validator>> {
 }
 
 pub(crate) fn srv_at(dir: &Path, tweak: impl FnOnce(&mut Config)) -> Srv {
+    srv_over(dir, Arc::new(DirBlobs::new(dir.join("blobs")).unwrap()), tweak)
+}
+
+/// [`srv_at`] with its input blobs in `blobs` (a bucket, say).
+pub(crate) fn srv_over(dir: &Path, blobs: Arc<dyn Blobs>, tweak: impl FnOnce(&mut Config)) -> Srv {
     let mut config = Config::new(dir.to_path_buf(), "http://meshcheck.test");
     config.workers = 1;
     tweak(&mut config);
     let store = Arc::new(SqliteStore::open(&dir.join("meshcheck.sqlite")).unwrap());
-    let blobs = Arc::new(DirBlobs::new(dir.join("blobs")).unwrap());
     let clock = Arc::new(SystemClock::new());
     let shots = Arc::new(DirBlobs::new(dir.join("screenshots")).unwrap());
     let state = AppState::with_parts(config, store.clone(), blobs, shots, clock.clone(), validator()).unwrap();

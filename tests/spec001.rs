@@ -227,7 +227,7 @@ fn box_glb() -> Vec<u8> {
 #[test]
 fn a_validation_begun_ahead_is_taken_by_the_same_request_only() {
     use meshcheck::asset::bundle::DirResolver;
-    use meshcheck::validator::Main;
+    use meshcheck::validator::{Main, MainBytes};
     // The fake validator names each outcome by the name it was given, the
     // bytes it read and its count of validations so far (one process).
     let (_pkg, install) = fake_package(
@@ -240,8 +240,8 @@ fn a_validation_begun_ahead_is_taken_by_the_same_request_only() {
     let glb = box_glb();
     std::fs::write(&path, &glb).unwrap();
     let bytes: Arc<[u8]> = glb.clone().into();
-    let resolver = || Box::new(DirResolver::new(dir.path()));
-    let main = Main { bytes: &bytes, path: Some(&path) };
+    let resolver = || Arc::new(DirResolver::new(dir.path()));
+    let main = Main { bytes: MainBytes::Held(&bytes), path: Some(&path) };
 
     v.begin_ahead("cube.glb".into(), path.clone(), bytes.clone(), resolver());
     let first = v.validate_main("cube.glb", main, resolver().as_ref()).unwrap();
@@ -601,6 +601,49 @@ fn the_validator_reads_the_file_and_falls_back_to_the_bytes_it_was_given() {
     assert_eq!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stderr));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("cube.glb") && err.contains("No such file"), "{err}");
+}
+
+/// A stored file (the service's blob): the validator reads it, the bytes in
+/// hand are not kept for it; should Node not be able to read the file as
+/// announced, meshcheck reads it again, and a file that is gone or changed
+/// in size fails SPEC-001 with the reason rather than validating other bytes.
+#[test]
+fn a_stored_file_is_read_by_the_validator_and_again_never_from_the_bytes() {
+    let opts = Options::default();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("blob_1");
+    let codes = |c: &meshcheck::report::CheckResult| -> Vec<String> {
+        c.measured["messages"].as_array().unwrap().iter().map(|m| m["code"].as_str().unwrap().to_string()).collect()
+    };
+    // The same bytes on disk and in hand: the report of the bytes alone.
+    std::fs::write(&path, box_glb()).unwrap();
+    let (stored, _) =
+        engine::validate_stored_with_stills(Input::from_bytes("cube.glb", box_glb()), &path, &opts).unwrap();
+    let (held, _) = engine::validate_with_stills(Input::from_bytes("cube.glb", box_glb()), &opts).unwrap();
+    let strip = |r: &meshcheck::report::Report| {
+        let mut v = serde_json::to_value(r).unwrap();
+        v.as_object_mut().unwrap().remove("created_at");
+        v
+    };
+    assert_eq!(strip(&stored), strip(&held));
+    // What the validator saw is the file.
+    std::fs::write(&path, cube_glb_with("\"scenx\"")).unwrap();
+    let (r, _) = engine::validate_stored_with_stills(Input::from_bytes("cube.glb", box_glb()), &path, &opts).unwrap();
+    assert_eq!(codes(check(&r, "SPEC-001")), ["UNEXPECTED_PROPERTY"], "the validator read the stored file");
+    // Another size than announced: Node refuses it, the second read too.
+    std::fs::write(&path, [box_glb(), vec![0; 4]].concat()).unwrap();
+    let (r, _) = engine::validate_stored_with_stills(Input::from_bytes("cube.glb", box_glb()), &path, &opts).unwrap();
+    let spec = check(&r, "SPEC-001");
+    assert_eq!(spec.status, Status::Skipped, "{:?}", spec.measured);
+    assert!(spec.message.contains("could not be read again") && spec.message.contains("bytes"), "{}", spec.message);
+    // Gone: the same, promptly; the validator goes on with the next file.
+    std::fs::remove_file(&path).unwrap();
+    let started = std::time::Instant::now();
+    let (r, _) = engine::validate_stored_with_stills(Input::from_bytes("cube.glb", box_glb()), &path, &opts).unwrap();
+    assert_eq!(check(&r, "SPEC-001").status, Status::Skipped);
+    assert!(started.elapsed() < Duration::from_secs(10), "{:?}", started.elapsed());
+    let (r, _) = engine::validate_with_stills(Input::from_bytes("cube.glb", box_glb()), &opts).unwrap();
+    assert_eq!(check(&r, "SPEC-001").status, Status::Pass);
 }
 
 #[test]

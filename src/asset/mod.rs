@@ -168,8 +168,9 @@ pub struct Opened {
     pub info: InputInfo,
     /// The GLB or .gltf bytes (the input itself, or the bundle's main file).
     pub main: Vec<u8>,
-    /// External resources, relative to the main file.
-    pub resolver: Box<dyn Resolver>,
+    /// External resources, relative to the main file (shared, so that the
+    /// validator can keep reading them after the main bytes are dropped).
+    pub resolver: std::sync::Arc<dyn Resolver>,
 }
 
 impl Opened {
@@ -203,7 +204,7 @@ pub fn open(input: Input) -> Result<Opened> {
             }
         };
     let info = InputInfo { filename, format, bytes: input_bytes, sha256, main_file };
-    Ok(Opened { info, main, resolver })
+    Ok(Opened { info, main, resolver: resolver.into() })
 }
 
 fn sha256_hex(bytes: &[u8]) -> String {

@@ -49,6 +49,17 @@ impl Primitive {
     pub fn vertex_count(&self) -> u64 {
         self.positions.len() as u64
     }
+    /// Frees the attributes only drawing and the UV, material and
+    /// performance checks read (UVs, normals, tangents, colours), keeping
+    /// positions and triangles: afterwards the primitive reads as one
+    /// without them. The engine calls it once every check that reads them
+    /// has run ([`crate::asset::scene::Scene::free_surface_attributes`]).
+    pub fn free_surface_attributes(&mut self) {
+        self.uvs = Vec::new();
+        self.normals = None;
+        self.tangents = None;
+        self.colors = None;
+    }
     /// Whether the primitive has TEXCOORD_`set`.
     pub fn has_uv(&self, set: usize) -> bool {
         self.uvs.get(set).is_some_and(Option::is_some)

@@ -247,6 +247,13 @@ impl Scene {
     pub fn vertices(&self) -> u64 {
         self.instances.iter().map(|i| self.primitives[i.primitive].vertex_count()).sum()
     }
+    /// Frees every primitive's UVs, normals, tangents and colours
+    /// ([`Primitive::free_surface_attributes`]): the world mesh and its
+    /// checks read positions and triangles only, so a large mesh's second
+    /// phase runs without them (`engine::run_checks`).
+    pub fn free_surface_attributes(&mut self) {
+        self.primitives.iter_mut().for_each(Primitive::free_surface_attributes);
+    }
     /// The path from a scene root to `node`, root first.
     pub fn path_to(&self, node: usize) -> Vec<usize> {
         let mut path = vec![node];

@@ -1,7 +1,8 @@
 //! The janitor: the scheduled work (hard-deleting what has expired: reports
 //! and renders, their stills, unused uploads; putting jobs whose lease ran
 //! out back in the queue; forgetting full rate-limit buckets; deleting
-//! orphaned blobs) on a schedule, until shutdown. With several nodes on one
+//! orphaned blobs; on every node, the copies of job inputs a crash left in
+//! `spill/`) on a schedule, until shutdown. With several nodes on one
 //! store, one node at a time runs a pass (the store's advisory lock), and a
 //! node started with `--no-janitor` never does.
 
@@ -74,6 +75,8 @@ pub async fn janitor(state: AppState) {
     loop {
         let st = state.clone();
         let ran = tokio::task::spawn_blocking(move || {
+            // Each node's own copies of job inputs, left by a crash.
+            super::work::sweep_spill(&st);
             st.store.exclusive("janitor", &mut || {
                 janitor_pass(&st);
             })

@@ -257,8 +257,9 @@ async fn run_job(state: &AppState, job: Job) {
     let (kind, params) = (job.kind.clone(), job.params.clone());
     let work = state.run_engine(move || -> crate::error::Result<String> {
         let bytes = st.blobs.read(&input).map_err(|e| Error::internal(format!("reading job input: {e}")))?;
+        let file = st.blobs.local_file(&input);
         let work = Work::parse(&kind, &params)?;
-        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| work.run(&st, &account_id, bytes)))
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| work.run(&st, &account_id, bytes, file.as_deref())))
             .unwrap_or_else(|_| Err(Error::internal("the engine panicked")))
     });
     tokio::pin!(work);

@@ -15,6 +15,7 @@ use crate::render::{Angle, Background, Request as Stills, rig::TURNTABLE_ELEVATI
 use crate::report::{Mode, TurntableSpec};
 use crate::store::random_id;
 use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
 
 /// Everything besides the bytes that decides a validation; stored with a job.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -151,10 +152,17 @@ impl Work {
     }
 
     /// Runs a queued job's work (charged when it was queued) and stores its
-    /// result; returns the stored JSON.
-    pub fn run(&self, st: &AppState, account_id: &str, bytes: Vec<u8>) -> crate::error::Result<String> {
+    /// result; returns the stored JSON. `file` is the blob's own file when
+    /// the blob store keeps one ([`crate::store::Blobs::local_file`]).
+    pub fn run(
+        &self,
+        st: &AppState,
+        account_id: &str,
+        bytes: Vec<u8>,
+        file: Option<&Path>,
+    ) -> crate::error::Result<String> {
         match self {
-            Work::Validate(p) => run_validate(st, account_id, p, bytes),
+            Work::Validate(p) => run_validate(st, account_id, p, bytes, file),
             Work::Render(p) => run_render(st, account_id, p, bytes),
         }
     }
@@ -171,19 +179,83 @@ pub struct JobSpec {
     pub cost: i64,
 }
 
-/// Runs a queued validation and stores its report.
+/// Runs a queued validation and stores its report. SPEC-001's validator
+/// reads the input from a file, so that the bytes are freed once loaded
+/// ([`crate::engine::validate_stored_with_stills`]): the blob's own file, or,
+/// where the blob store keeps none (a bucket), a copy written to the data
+/// folder's `spill/` and deleted when the job ends. Should the copy fail
+/// (a full disk), the bytes are held for the validator as before.
 fn run_validate(
     st: &AppState,
     account_id: &str,
     params: &ValidateParams,
     bytes: Vec<u8>,
+    file: Option<&Path>,
 ) -> crate::error::Result<String> {
     let mut opts = params.options(st.validator.clone())?;
     opts.drawer = st.drawer.clone();
+    let spilled = match file {
+        None if opts.runs_validator() => match Spilled::write(&st.config.data_dir.join(SPILL_DIR), &bytes) {
+            Ok(s) => Some(s),
+            Err(e) => {
+                tracing::warn!(error = %e, "could not copy a job's input to disk; the validator takes its bytes");
+                None
+            }
+        },
+        _ => None,
+    };
+    let file = file.or(spilled.as_ref().map(|s| s.0.as_path()));
     let input = crate::asset::Input::from_bytes(params.filename.clone(), bytes);
-    let (report, stills) = crate::engine::validate_with_stills(input, &opts)?;
+    let (report, stills) = match file {
+        Some(path) => crate::engine::validate_stored_with_stills(input, path, &opts)?,
+        None => crate::engine::validate_with_stills(input, &opts)?,
+    };
+    drop(spilled);
     let keep = if params.screenshots { stills.as_ref() } else { None };
     store_report(st, account_id, &random_id("rpt_", 24), report, keep, st.clock.now())
+}
+
+/// The data folder's folder for copies of job inputs ([`Spilled`]).
+pub const SPILL_DIR: &str = "spill";
+
+/// A job's input copied to a file of its own, deleted when dropped.
+struct Spilled(PathBuf);
+
+impl Spilled {
+    fn write(dir: &Path, bytes: &[u8]) -> std::io::Result<Spilled> {
+        use std::io::Write;
+        std::fs::create_dir_all(dir)?;
+        let path = dir.join(random_id("input_", 24));
+        let mut file = std::fs::OpenOptions::new().write(true).create_new(true).open(&path)?;
+        let spilled = Spilled(path);
+        file.write_all(bytes)?;
+        Ok(spilled)
+    }
+}
+
+/// Deletes what a crash left in the data folder's `spill/`: the copies
+/// older than [`crate::store::ORPHAN_MARGIN_S`] (no job runs that long).
+/// Returns how many went.
+pub fn sweep_spill(st: &AppState) -> usize {
+    let Ok(entries) = std::fs::read_dir(st.config.data_dir.join(SPILL_DIR)) else { return 0 };
+    let before = std::time::SystemTime::now() - std::time::Duration::from_secs(crate::store::ORPHAN_MARGIN_S as u64);
+    let mut swept = 0;
+    for entry in entries.flatten() {
+        let old = entry.metadata().and_then(|m| m.modified()).is_ok_and(|t| t < before);
+        if old && std::fs::remove_file(entry.path()).is_ok() {
+            swept += 1;
+        }
+    }
+    if swept > 0 {
+        tracing::warn!(swept, "deleted copies of job inputs a crash left behind");
+    }
+    swept
+}
+
+impl Drop for Spilled {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
 }
 
 /// Renders, stores the stills, the GIF and the report; returns the report's JSON.

@@ -400,6 +400,12 @@ pub trait Blobs: Send + Sync {
     }
     /// Reads a blob (`NotFound` when there is none).
     fn read(&self, id: &str) -> std::io::Result<Vec<u8>>;
+    /// The blob as a file on this machine, where the store keeps blobs as
+    /// files (a blob's file is never rewritten: blobs are never replaced);
+    /// `None` where it does not (a bucket) or there is no such blob.
+    fn local_file(&self, _id: &str) -> Option<PathBuf> {
+        None
+    }
     /// Deletes a blob (no error when it is already gone).
     fn delete(&self, id: &str) -> std::io::Result<()>;
     /// Every blob present, sorted.
@@ -501,6 +507,9 @@ impl Blobs for DirBlobs {
     }
     fn read(&self, id: &str) -> std::io::Result<Vec<u8>> {
         std::fs::read(self.path(id)?)
+    }
+    fn local_file(&self, id: &str) -> Option<PathBuf> {
+        self.path(id).ok().filter(|p| p.is_file())
     }
     fn delete(&self, id: &str) -> std::io::Result<()> {
         match std::fs::remove_file(self.path(id)?) {

@@ -208,10 +208,57 @@ impl Hello {
 /// itself and the bytes cross the pipe only if that read fails).
 #[derive(Debug, Clone, Copy)]
 pub struct Main<'a> {
-    /// The bytes meshcheck read.
-    pub bytes: &'a [u8],
+    /// The bytes meshcheck read, or, when it no longer holds them, their
+    /// length (the file at `path` is then read again if Node cannot read it).
+    pub bytes: MainBytes<'a>,
     /// The plain file they were read from, if any.
     pub path: Option<&'a Path>,
+}
+
+/// The main file's bytes as [`Main`] holds them.
+#[derive(Debug, Clone, Copy)]
+pub enum MainBytes<'a> {
+    /// In memory.
+    Held(&'a [u8]),
+    /// Not held: this many bytes at [`Main::path`], a file that does not
+    /// change while it is validated (a stored blob). Should Node fail to
+    /// read it, meshcheck reads it again, and fails the validation if it is
+    /// gone or no longer this size.
+    OnDisk(u64),
+}
+
+impl Main<'_> {
+    fn size(&self) -> u64 {
+        match self.bytes {
+            MainBytes::Held(b) => b.len() as u64,
+            MainBytes::OnDisk(size) => size,
+        }
+    }
+
+    /// The bytes to send through the pipe.
+    fn read(&self) -> std::io::Result<std::borrow::Cow<'_, [u8]>> {
+        match (self.bytes, self.path) {
+            (MainBytes::Held(b), _) => Ok(std::borrow::Cow::Borrowed(b)),
+            (MainBytes::OnDisk(size), Some(path)) => {
+                let bytes = std::fs::read(path)?;
+                if bytes.len() as u64 != size {
+                    return Err(std::io::Error::other(format!(
+                        "the input's file is now {} bytes, not {size}",
+                        bytes.len()
+                    )));
+                }
+                Ok(std::borrow::Cow::Owned(bytes))
+            }
+            (MainBytes::OnDisk(_), None) => {
+                Err(std::io::Error::other("the input's bytes are neither held nor on disk"))
+            }
+        }
+    }
+}
+
+/// The input's file could not be read again for Node.
+fn unreadable(e: std::io::Error) -> Failure {
+    Failure::Rejected(format!("the stored file could not be read again: {e}"))
 }
 
 /// A path as the driver gets it: absolute (Node's working directory is
@@ -408,15 +455,23 @@ impl Process {
         let _unroute = Unroute(&self.routes, id);
         let by_path = main.path.and_then(wire_path);
         let mut frame = json!({"type": "validate", "id": id, "uri": uri});
-        if let Some(path) = &by_path {
-            frame["path"] = json!(path);
-            frame["size"] = json!(main.bytes.len());
+        if let MainBytes::Held(bytes) = main.bytes {
+            let known = answered_ahead(bytes, resolver);
+            if !known.is_empty() {
+                frame["resources"] = Value::Object(known);
+            }
         }
-        let known = answered_ahead(main.bytes, resolver);
-        if !known.is_empty() {
-            frame["resources"] = Value::Object(known);
-        }
-        let sent = self.send(&frame, if by_path.is_some() { &[] } else { main.bytes });
+        let sent = match &by_path {
+            Some(path) => {
+                frame["path"] = json!(path);
+                frame["size"] = json!(main.size());
+                self.send(&frame, &[])
+            }
+            None => match main.read() {
+                Ok(bytes) => self.send(&frame, &bytes),
+                Err(e) => return Attempt::Done(Err(unreadable(e))),
+            },
+        };
         if sent.is_err() {
             return Attempt::Again;
         }
@@ -446,7 +501,17 @@ impl Process {
                     Ok(())
                 }
                 // The file could not be read by path: the bytes meshcheck holds.
-                Some("bytes") => self.send(&json!({"type": "bytes", "id": id}), main.bytes),
+                Some("bytes") => match main.read() {
+                    Ok(bytes) => self.send(&json!({"type": "bytes", "id": id}), &bytes),
+                    Err(e) => {
+                        // Node waits for bytes: an empty file ends its work on
+                        // this one (its answer, to no route, is dropped).
+                        if self.send(&json!({"type": "bytes", "id": id}), &[]).is_err() {
+                            self.kill();
+                        }
+                        return Attempt::Done(Err(unreadable(e)));
+                    }
+                },
                 Some("resource") => {
                     let uri = header["uri"].as_str().unwrap_or_default();
                     let req = header["req"].clone();
@@ -741,7 +806,7 @@ impl Validator {
     /// Validates one file's main bytes, serving external resources from `resolver`.
     /// `uri` is the name shown in messages (a file name, never a local path).
     pub fn validate(&self, uri: &str, bytes: &[u8], resolver: &dyn Resolver) -> std::result::Result<Findings, Failure> {
-        self.validate_main(uri, Main { bytes, path: None }, resolver)
+        self.validate_main(uri, Main { bytes: MainBytes::Held(bytes), path: None }, resolver)
     }
 
     /// [`Validator::validate`] of a main file that may be a plain file on
@@ -758,8 +823,9 @@ impl Validator {
         // A validation of the same request begun ahead: its outcome.
         let begun = main.path.and_then(|p| self.ahead.lock().ok()?.remove(p));
         if let Some(a) = begun
+            && let MainBytes::Held(bytes) = main.bytes
             && a.uri == uri
-            && *a.bytes == *main.bytes
+            && *a.bytes == *bytes
             && let Ok(outcome) = a.outcome.recv()
         {
             return outcome;
@@ -799,7 +865,7 @@ impl Validator {
     /// queue holds more files than there are workers and it does not wait
     /// while the workers finish their checks (BENCHMARKS.md, "SPEC-001
     /// overhead").
-    pub fn begin_ahead(self: &Arc<Self>, uri: String, path: PathBuf, bytes: Arc<[u8]>, resolver: Box<dyn Resolver>) {
+    pub fn begin_ahead(self: &Arc<Self>, uri: String, path: PathBuf, bytes: Arc<[u8]>, resolver: Arc<dyn Resolver>) {
         let Ok(mut ahead) = self.ahead.lock() else { return };
         if ahead.contains_key(&path) {
             return;
@@ -810,7 +876,8 @@ impl Validator {
         let pool = self.clone();
         let held = bytes.clone();
         let spawned = std::thread::Builder::new().name("validate-ahead".into()).spawn(move || {
-            let outcome = pool.validate_fresh(&uri, Main { bytes: &held, path: Some(&path) }, resolver.as_ref());
+            let outcome =
+                pool.validate_fresh(&uri, Main { bytes: MainBytes::Held(&held), path: Some(&path) }, resolver.as_ref());
             let _ = tx.send(outcome);
         });
         if spawned.is_err()

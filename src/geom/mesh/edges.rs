@@ -281,7 +281,7 @@ impl Topology {
         // Shells and winding are independent: they run side by side.
         let ((shell, shell_count), flipped) = rayon::join(
             || shells(&collapsed, &edges, &edge_faces),
-            || orient(triangles.len(), &collapsed, &edges, &edge_faces),
+            || orient(&triangles, nv, &collapsed, &edges, &edge_faces),
         );
         Topology { vertices, triangles, collapsed, edges, edge_faces, shell, shell_count, flipped, exact_weld: true }
     }
@@ -491,22 +491,46 @@ fn shells(collapsed: &[bool], edges: &Edges, edge_faces: &[Face]) -> (Vec<u32>, 
 /// Orientation bits from a walk over manifold edges: two triangles sharing
 /// an edge agree when they traverse it in opposite directions. Each shell's
 /// walk starts from its lowest-numbered triangle.
-fn orient(n: usize, collapsed: &[bool], edges: &Edges, edge_faces: &[Face]) -> Vec<u32> {
-    // Neighbours across manifold edges, at most three per triangle (its three
-    // distinct edges), each packed as neighbour << 1 | same direction; in
-    // edge order. Free slots hold NONE.
-    const NONE: u32 = u32::MAX;
-    let mut nbr = vec![[NONE; 3]; n];
-    for e in edges.iter().filter(|e| e.count == 2) {
-        let f = &edge_faces[e.start as usize..e.start as usize + 2];
-        let same = u32::from(f[0].forward() == f[1].forward());
-        for (x, y) in [(f[0].tri(), f[1].tri()), (f[1].tri(), f[0].tri())] {
-            let slots = &mut nbr[x as usize];
-            if let Some(s) = slots.iter_mut().find(|s| **s == NONE) {
-                *s = (y << 1) | same;
+fn orient(triangles: &[[u32; 3]], nv: usize, collapsed: &[bool], edges: &Edges, edge_faces: &[Face]) -> Vec<u32> {
+    let n = triangles.len();
+    // A triangle's neighbours across manifold edges are found through the
+    // edge map, whose edges are sorted by (smaller vertex, larger vertex):
+    // the first edge of every smaller vertex (4 bytes a vertex) instead of a
+    // table of three neighbours a triangle (12 bytes a triangle). They are
+    // visited in edge order, as the table listed them, so the walk and the
+    // windings are the same.
+    let mut first = vec![0u32; nv + 1];
+    for &[a, _, _] in &edges.ends {
+        first[a as usize + 1] += 1;
+    }
+    for i in 0..nv {
+        first[i + 1] += first[i];
+    }
+    let edge_of = |u: u32, v: u32| -> usize {
+        let (lo, hi) = (u.min(v), u.max(v));
+        let from = first[lo as usize] as usize;
+        let to = first[lo as usize + 1] as usize;
+        from + edges.ends[from..to].iter().position(|e| e[1] == hi).expect("every edge of a triangle is in the map")
+    };
+    // Neighbour `<< 1 | same direction` across each manifold edge of `t`, in edge order.
+    let neighbours = |t: u32| -> ([u32; 3], usize) {
+        let [a, b, c] = triangles[t as usize];
+        let mut es = [edge_of(a, b), edge_of(b, c), edge_of(c, a)];
+        es.sort_unstable();
+        let mut out = [0u32; 3];
+        let mut k = 0;
+        for e in es {
+            let e = edges.get(e);
+            if e.count == 2 {
+                let f = &edge_faces[e.start as usize..e.start as usize + 2];
+                let same = u32::from(f[0].forward() == f[1].forward());
+                let other = if f[0].tri() == t { f[1].tri() } else { f[0].tri() };
+                out[k] = (other << 1) | same;
+                k += 1;
             }
         }
-    }
+        (out, k)
+    };
     let mut orientation = vec![0u8; n];
     let mut patch = vec![u32::MAX; n];
     let mut patches = 0u32;
@@ -518,7 +542,8 @@ fn orient(n: usize, collapsed: &[bool], edges: &Edges, edge_faces: &[Face]) -> V
         patch[start] = patches;
         queue.push_back(start as u32);
         while let Some(t) = queue.pop_front() {
-            for &packed in nbr[t as usize].iter().take_while(|&&s| s != NONE) {
+            let (nbr, k) = neighbours(t);
+            for &packed in &nbr[..k] {
                 let (m, same) = (packed >> 1, packed & 1);
                 if patch[m as usize] == u32::MAX {
                     patch[m as usize] = patches;
@@ -529,7 +554,7 @@ fn orient(n: usize, collapsed: &[bool], edges: &Edges, edge_faces: &[Face]) -> V
         }
         patches += 1;
     }
-    drop(nbr);
+    drop(first);
     // Per manifold patch (the part of a shell whose windings can be
     // compared across manifold edges), the smaller of the two orientation
     // classes is flipped; for a shell that is one patch, that is its
