@@ -19,8 +19,10 @@
 //! - the buffer lives on in its thread and only the rectangle the triangles
 //!   touched is cleared, instead of allocating and zeroing 1 MB a call.
 //!
-//! An empty cell holds NaN (a depth the rasterizer never stores: a NaN depth
-//! never passes the test) and is tested as the C code's 0. A triangle with a
+//! An empty cell holds -0.0, which every comparison takes for the C code's
+//! initial 0; a shaded cell holds its depth plus +0.0 (the same depth for
+//! every comparison, and never -0.0: -0.0 + 0.0 is +0.0), so the bits tell
+//! an empty cell from a shaded one. A triangle with a
 //! fixed-point corner outside ±8192 (`int()` of a NaN or infinite corner:
 //! the transform keeps finite ones within 0..=4096) has NaN depths and
 //! shades nothing, in C as here, so below that bound no integer overflows.
@@ -43,6 +45,11 @@ const FACE: usize = VIEWPORT as usize * COLUMN;
 /// keeps: within it no edge function, row or column step leaves i32 (all
 /// stay under 2^30).
 const FAST: i32 = 1 << 13;
+/// An empty cell: compares as 0, and no shaded cell holds these bits.
+const UNSHADED: f32 = -0.0;
+
+/// Bounding boxes of at most this many pixels are tested pixel by pixel.
+const SMALL: i32 = 64;
 
 /// What `meshopt_analyzeOverdraw` returns (`meshopt_OverdrawStatistics`).
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -95,31 +102,40 @@ thread_local! {
 /// When a triangle names a vertex past `positions` (the C function reads
 /// out of bounds there).
 pub fn analyze(triangles: &[[u32; 3]], positions: &[[f32; 3]]) -> Overdraw {
-    let corners = transform(triangles, positions);
+    let vertices = transform(positions);
     let mut tally = Tally::default();
     VIEWS.with(|cell| {
         let mut slot = cell.borrow_mut();
-        let views = slot.get_or_insert_with(|| Views { depth: vec![f32::NAN; 2 * FACE], dirty: [EMPTY; 2] });
-        for axis in 0..3 {
-            for t in &corners {
-                let [a, b, c] = t.map(|v| match axis {
-                    0 => [v[2], v[1], v[0]],
-                    1 => [v[0], v[2], v[1]],
-                    _ => [v[1], v[0], v[2]],
-                });
-                rasterize(views, &mut tally, a, b, c);
+        let views = slot.get_or_insert_with(|| Views { depth: vec![UNSHADED; 2 * FACE], dirty: [EMPTY; 2] });
+        // Each axis's view: which coordinates are its x, y and depth.
+        for [x, y, z] in [[2, 1, 0], [0, 2, 1], [1, 0, 2]] {
+            for t in triangles {
+                let c = t.map(|i| &vertices[i as usize]);
+                rasterize(
+                    views,
+                    &mut tally,
+                    c.map(|v| [v.at[x], v.at[y], v.at[z]]),
+                    c.map(|v| [v.fixed[x], v.fixed[y]]),
+                );
             }
-            views.clear();
+            tally.covered += views.clear();
         }
     });
     let overdraw = if tally.covered != 0 { tally.shaded as f32 / tally.covered as f32 } else { 0.0 };
     Overdraw { pixels_covered: tally.covered, pixels_shaded: tally.shaded, overdraw }
 }
 
-/// meshoptimizer's `transformTriangles`: every corner moved by the minimum
-/// over all positions and scaled so the largest extent spans 256, with its
+/// A vertex in the views' space, and its coordinates in 28.4 fixed point.
+struct Vertex {
+    at: [f32; 3],
+    fixed: [i32; 3],
+}
+
+/// meshoptimizer's `transformTriangles`, once a vertex rather than once a
+/// corner (the same values): every position moved by the minimum over all
+/// positions and scaled so the largest extent spans 256, with its
 /// comparisons as written (a NaN coordinate never moves a bound).
-fn transform(triangles: &[[u32; 3]], positions: &[[f32; 3]]) -> Vec<[[f32; 3]; 3]> {
+fn transform(positions: &[[f32; 3]]) -> Vec<Vertex> {
     let mut lo = [f32::MAX; 3];
     let mut hi = [-f32::MAX; 3];
     for v in positions {
@@ -134,30 +150,42 @@ fn transform(triangles: &[[u32; 3]], positions: &[[f32; 3]]) -> Vec<[[f32; 3]; 3
         extent = if d < extent { extent } else { d };
     }
     let scale = if extent == 0.0 { 0.0 } else { VIEWPORT as f32 / extent };
-    let at = |i: u32| {
-        let v = positions[i as usize];
-        [(v[0] - lo[0]) * scale, (v[1] - lo[1]) * scale, (v[2] - lo[2]) * scale]
-    };
-    triangles.iter().map(|t| t.map(at)).collect()
+    positions
+        .iter()
+        .map(|v| {
+            let at = [(v[0] - lo[0]) * scale, (v[1] - lo[1]) * scale, (v[2] - lo[2]) * scale];
+            Vertex { at, fixed: at.map(fixed) }
+        })
+        .collect()
 }
 
 /// C's `int(16.0f * v + 0.5f)` as x86-64 computes it (`cvttss2si`):
 /// truncation toward zero, and `INT_MIN` for NaN and out-of-range values.
 fn fixed(v: f32) -> i32 {
     let f = 16.0f32 * v + 0.5f32;
-    if f >= -2_147_483_648.0 && f < 2_147_483_648.0 { f as i32 } else { i32::MIN }
+    if f >= -2_147_483_648.0 && f < 2_147_483_648.0 {
+        // SAFETY: f is not NaN and truncates to a value in i32's range.
+        unsafe { f.to_int_unchecked::<i32>() }
+    } else {
+        i32::MIN
+    }
 }
 
 impl Views {
-    /// Empties the cells touched since the last clear.
-    fn clear(&mut self) {
+    /// Counts the shaded cells among those touched since the last clear
+    /// (the pixels covered) and empties them.
+    fn clear(&mut self) -> u32 {
+        let mut covered = 0u32;
         for (face, r) in self.dirty.iter_mut().enumerate() {
             for x in r.x0..r.x1 {
                 let at = face * FACE + x as usize * COLUMN;
-                self.depth[at + r.y0 as usize..at + r.y1 as usize].fill(f32::NAN);
+                let cells = &mut self.depth[at + r.y0 as usize..at + r.y1 as usize];
+                covered += cells.iter().map(|c| u32::from(c.to_bits() != UNSHADED.to_bits())).sum::<u32>();
+                cells.fill(UNSHADED);
             }
             *r = EMPTY;
         }
+        covered
     }
 }
 
@@ -165,25 +193,11 @@ impl Views {
 /// facing (back faces to the second view with reversed depth), its 28.4
 /// corners and bounding box, then its pixels.
 #[allow(clippy::too_many_lines)]
-fn rasterize(views: &mut Views, tally: &mut Tally, v1: [f32; 3], v2: [f32; 3], v3: [f32; 3]) {
-    let [v1x, v1y, mut v1z] = v1;
-    let [mut v2x, mut v2y, v2z] = v2;
-    let [mut v3x, mut v3y, v3z] = v3;
-    // computeDepthGradients (Cramer's rule), operation for operation.
-    let det = (v2x - v1x) * (v3y - v1y) - (v2y - v1y) * (v3x - v1x);
-    let invdet = if det == 0.0 { 0.0 } else { 1.0 / det };
-    let mut dzx = ((v2z - v1z) * (v3y - v1y) - (v2y - v1y) * (v3z - v1z)) * invdet;
-    let mut dzy = ((v2x - v1x) * (v3z - v1z) - (v2z - v1z) * (v3x - v1x)) * invdet;
-    let face = usize::from(det > 0.0);
-    if face == 1 {
-        std::mem::swap(&mut v2x, &mut v3x);
-        std::mem::swap(&mut v2y, &mut v3y);
-        v1z = VIEWPORT as f32 - v1z;
-        dzx = -dzx;
-        dzy = -dzy;
-    }
-    let (x1, x2, x3) = (fixed(v1x), fixed(v2x), fixed(v3x));
-    let (y1, y2, y3) = (fixed(v1y), fixed(v2y), fixed(v3y));
+fn rasterize(views: &mut Views, tally: &mut Tally, [v1, v2, v3]: [[f32; 3]; 3], q: [[i32; 2]; 3]) {
+    // The 28.4 corners and their bounding box first: flipping a back face
+    // swaps two corners, which changes neither, and most small triangles
+    // end here, before any division.
+    let [[x1, y1], [mut x2, mut y2], [mut x3, mut y3]] = q;
     let minx = (x1.min(x2).min(x3).wrapping_add(7) >> 4).max(0);
     let miny = (y1.min(y2).min(y3).wrapping_add(7) >> 4).max(0);
     let maxx = (x1.max(x2).max(x3).wrapping_add(7) >> 4).min(VIEWPORT);
@@ -191,6 +205,11 @@ fn rasterize(views: &mut Views, tally: &mut Tally, v1: [f32; 3], v2: [f32; 3], v
     if minx >= maxx || miny >= maxy {
         return; // the C loops run no pixel; nothing else has an effect
     }
+    let [v1x, v1y, mut v1z] = v1;
+    let [v2x, v2y, v2z] = v2;
+    let [v3x, v3y, v3z] = v3;
+    // computeDepthGradients (Cramer's rule), operation for operation.
+    let det = (v2x - v1x) * (v3y - v1y) - (v2y - v1y) * (v3x - v1x);
     if ![x1, x2, x3, y1, y2, y3].iter().all(|c| (-FAST..=FAST).contains(c)) {
         // Such a corner was NaN or infinite (the transform keeps finite ones
         // within 0..=256.0x, and makes infinite ones only when its scale is
@@ -201,7 +220,18 @@ fn rasterize(views: &mut Views, tally: &mut Tally, v1: [f32; 3], v2: [f32; 3], v
         debug_assert!(det.is_nan(), "a corner outside the view on a triangle with a determinant");
         return;
     }
-
+    let invdet = if det == 0.0 { 0.0 } else { 1.0 / det };
+    let mut dzx = ((v2z - v1z) * (v3y - v1y) - (v2y - v1y) * (v3z - v1z)) * invdet;
+    let mut dzy = ((v2x - v1x) * (v3z - v1z) - (v2z - v1z) * (v3x - v1x)) * invdet;
+    let face = usize::from(det > 0.0);
+    if face == 1 {
+        // Back faces: corners 2 and 3 swapped, reversed depth.
+        std::mem::swap(&mut x2, &mut x3);
+        std::mem::swap(&mut y2, &mut y3);
+        v1z = VIEWPORT as f32 - v1z;
+        dzx = -dzx;
+        dzy = -dzy;
+    }
     let (dx12, dx23, dx31) = (x1 - x2, x2 - x3, x3 - x1);
     let (dy12, dy23, dy31) = (y1 - y2, y2 - y3, y3 - y1);
     let tl = |dy: i32, dx: i32| i32::from(dy < 0 || (dy == 0 && dx > 0));
@@ -216,12 +246,57 @@ fn rasterize(views: &mut Views, tally: &mut Tally, v1: [f32; 3], v2: [f32; 3], v
 
     let d = &mut views.dirty[face];
     *d = Rect { x0: d.x0.min(minx), x1: d.x1.max(maxx), y0: d.y0.min(miny), y1: d.y1.max(maxy) };
-    if dzx == 0.0 {
+    if (maxx - minx) * (maxy - miny) <= SMALL {
+        pixels(views, tally, face, [minx, maxx, miny, maxy], cy, row, col, zy, dzx, dzy);
+    } else if dzx == 0.0 {
         // Adding a zero changes no depth's comparisons (at most -0 to +0).
         spans::<false>(views, tally, face, [minx, maxx, miny, maxy], cy, row, col, zy, dzx, dzy);
     } else {
         spans::<true>(views, tally, face, [minx, maxx, miny, maxy], cy, row, col, zy, dzx, dzy);
     }
+}
+
+/// The pixels of a small triangle, tested one by one over its bounding box
+/// as the C loop does (for a few pixels, cheaper than finding spans).
+#[allow(clippy::too_many_arguments)]
+fn pixels(
+    views: &mut Views,
+    tally: &mut Tally,
+    face: usize,
+    [minx, maxx, miny, maxy]: [i32; 4],
+    mut cy: [i32; 3],
+    row: [i32; 3],
+    col: [i32; 3],
+    mut zy: f32,
+    dzx: f32,
+    dzy: f32,
+) {
+    let mut shaded = 0u32;
+    let start = face * FACE + minx as usize * COLUMN;
+    for y in miny..maxy {
+        let mut cx = cy;
+        let mut zx = zy;
+        let mut at = start + y as usize;
+        for _ in minx..maxx {
+            if (cx[0] | cx[1] | cx[2]) >= 0 {
+                let cell = &mut views.depth[at];
+                if zx >= *cell {
+                    *cell = zx + 0.0;
+                    shaded += 1;
+                }
+            }
+            for i in 0..3 {
+                cx[i] -= col[i];
+            }
+            zx += dzx;
+            at += COLUMN;
+        }
+        for i in 0..3 {
+            cy[i] += row[i];
+        }
+        zy += dzy;
+    }
+    tally.shaded = tally.shaded.wrapping_add(shaded);
 }
 
 /// The pixels of a triangle whose edge functions stay in i32: per row, the
@@ -244,15 +319,16 @@ fn spans<const ADVANCE: bool>(
     let rows = maxy - miny;
     let last = maxx - minx - 1; // the last column offset
     let mut shaded = [0u32; LANES];
-    let mut covered = [0u32; LANES];
     let mut first = 0;
     while first < rows {
-        // Each lane's row: its depth at column offset 0 and its span
-        // lo..=hi (empty: lo > hi, as for the pad rows past maxy).
+        // Each lane's row: its depth at column offset 0 and its span, n
+        // columns from lo (none for the pad rows past maxy); the columns
+        // kmin..=kmax where any lane is inside, full..=till where all are.
         let mut zx = [0.0f32; LANES];
-        let mut lo = [i32::MAX; LANES];
-        let mut hi = [-1i32; LANES];
+        let mut lo = [0i32; LANES];
+        let mut n = [0u32; LANES];
         let (mut kmin, mut kmax) = (i32::MAX, -1);
+        let (mut full, mut till) = (0, if rows - first >= LANES as i32 { last } else { -1 });
         for l in 0..LANES.min((rows - first) as usize) {
             zx[l] = zy;
             let (mut a, mut b) = (0, last);
@@ -274,10 +350,12 @@ fn spans<const ADVANCE: bool>(
             }
             zy += dzy;
             if a <= b {
-                (lo[l], hi[l]) = (a, b);
+                (lo[l], n[l]) = (a, (b - a + 1) as u32);
                 kmin = kmin.min(a);
                 kmax = kmax.max(b);
             }
+            full = full.max(a);
+            till = till.min(b);
         }
         if kmin <= kmax {
             if ADVANCE {
@@ -288,24 +366,54 @@ fn spans<const ADVANCE: bool>(
                 }
             }
             let y = (miny + first) as usize;
-            for k in kmin..=kmax {
-                let at = face * FACE + (minx + k) as usize * COLUMN + y;
-                let cells: &mut [f32; LANES] = (&mut views.depth[at..at + LANES]).try_into().expect("eight cells");
-                for l in 0..LANES {
-                    let old = cells[l];
-                    let empty = old.is_nan();
-                    let pass = (lo[l] <= k) & (k <= hi[l]) & (zx[l] >= if empty { 0.0 } else { old });
-                    cells[l] = if pass { zx[l] } else { old };
-                    shaded[l] += u32::from(pass);
-                    covered[l] += u32::from(pass & empty);
-                    if ADVANCE {
-                        zx[l] += dzx;
-                    }
-                }
+            let at = |k: i32| face * FACE + (minx + k) as usize * COLUMN + y;
+            let mut lanes = Lanes { zx, shaded: &mut shaded };
+            let till = till.min(kmax);
+            let full = if full > till { kmax + 1 } else { full };
+            for k in kmin..full {
+                lanes.column::<true, ADVANCE>(&mut views.depth[at(k)..], k, lo, n, dzx);
+            }
+            for k in full..=till {
+                lanes.column::<false, ADVANCE>(&mut views.depth[at(k)..], k, lo, n, dzx);
+            }
+            for k in (till + 1).max(full)..=kmax {
+                lanes.column::<true, ADVANCE>(&mut views.depth[at(k)..], k, lo, n, dzx);
             }
         }
         first += LANES as i32;
     }
     tally.shaded = tally.shaded.wrapping_add(shaded.iter().sum::<u32>());
-    tally.covered += covered.iter().sum::<u32>();
+}
+
+/// Eight rows' depth chains, and their depth-test passes.
+struct Lanes<'a> {
+    zx: [f32; LANES],
+    shaded: &'a mut [u32; LANES],
+}
+
+impl Lanes<'_> {
+    /// Depth-tests the eight cells at the start of `cells` (eight rows of
+    /// column offset k), in the lanes whose span holds k (`MASKED`; every
+    /// lane otherwise), then steps each chain (`ADVANCE`).
+    #[inline(always)]
+    fn column<const MASKED: bool, const ADVANCE: bool>(
+        &mut self,
+        cells: &mut [f32],
+        k: i32,
+        lo: [i32; LANES],
+        n: [u32; LANES],
+        dzx: f32,
+    ) {
+        let cells: &mut [f32; LANES] = (&mut cells[..LANES]).try_into().expect("eight cells");
+        for l in 0..LANES {
+            let old = cells[l];
+            let inside = !MASKED || ((k - lo[l]) as u32) < n[l];
+            let pass = inside & (self.zx[l] >= old);
+            cells[l] = if pass { self.zx[l] + 0.0 } else { old };
+            self.shaded[l] += u32::from(pass);
+            if ADVANCE {
+                self.zx[l] += dzx;
+            }
+        }
+    }
 }
