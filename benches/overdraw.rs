@@ -21,8 +21,12 @@ use support::{testkit, util};
 use meshcheck::geom::overdraw::{Overdraw, analyze};
 use std::time::{Duration, Instant};
 
-/// One row: a name and its meshes (triangles, positions), analyzed in turn.
-type Case = (String, Vec<(Vec<[u32; 3]>, Vec<[f32; 3]>)>);
+/// One mesh: triangles and positions.
+type Mesh = (Vec<[u32; 3]>, Vec<[f32; 3]>);
+/// One row: a name and its meshes, analyzed in turn.
+type Case = (String, Vec<Mesh>);
+/// An analyzer.
+type Analyzer = fn(&[[u32; 3]], &[[f32; 3]]) -> Overdraw;
 
 /// The C analyzer.
 fn reference(triangles: &[[u32; 3]], positions: &[[f32; 3]]) -> Overdraw {
@@ -43,24 +47,20 @@ fn reference(triangles: &[[u32; 3]], positions: &[[f32; 3]]) -> Overdraw {
 }
 
 /// A testkit primitive as arrays.
-fn arrays(p: testkit::Prim) -> (Vec<[u32; 3]>, Vec<[f32; 3]>) {
+fn arrays(p: testkit::Prim) -> Mesh {
     let idx = p.indices.expect("indexed shape");
     (idx.chunks_exact(3).map(|t| [t[0], t[1], t[2]]).collect(), p.positions)
 }
 
 /// Every triangle primitive of a shared asset, as the loader reads it.
-fn asset(rel: &str) -> Vec<(Vec<[u32; 3]>, Vec<[f32; 3]>)> {
+fn asset(rel: &str) -> Vec<Mesh> {
     let input = meshcheck::asset::Input::from_path(&util::model(rel)).expect("shared asset");
     let asset = meshcheck::asset::load(input).expect("loads");
     asset.scene.primitives.into_iter().filter(|p| !p.triangles.is_empty()).map(|p| (p.triangles, p.positions)).collect()
 }
 
 /// Median time of one pass over the case's meshes with `f`.
-fn time(
-    meshes: &[(Vec<[u32; 3]>, Vec<[f32; 3]>)],
-    runs: usize,
-    f: fn(&[[u32; 3]], &[[f32; 3]]) -> Overdraw,
-) -> Duration {
+fn time(meshes: &[Mesh], runs: usize, f: Analyzer) -> Duration {
     let pass = || {
         for (t, p) in meshes {
             std::hint::black_box(f(std::hint::black_box(t), p));

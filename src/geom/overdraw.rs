@@ -4,28 +4,35 @@
 //! along the three axes, front and back faces apart, and the pixels shaded
 //! are divided by the pixels covered.
 //!
-//! The same integer edge functions (28.4 fixed point, the top-left rule,
-//! the C code's wrapping casts) and the same chains of f32 additions give
-//! the same pixels the same depths; what differs is the work around them:
+//! The same integer edge functions (28.4 fixed point, the top-left rule)
+//! and the same chains of f32 additions give the same pixels the same
+//! depths; what differs is the work around them:
 //!
-//! - each row is visited only over the columns where all three edge
-//!   functions are non-negative, found by exact integer division instead of
-//!   testing every pixel of the bounding box;
-//! - eight rows go at once, their depth chains in one array of eight lanes
-//!   (each lane performs exactly the scalar additions of its row), over a
-//!   column-major buffer where eight rows of one column are contiguous;
-//! - pixels shaded and covered are counted as they happen (a cell's first
-//!   pass covers it), so there is no final pass over the views;
+//! - each vertex is moved into the views' space and to fixed point once,
+//!   not once a corner and axis, and a triangle's bounding box is found
+//!   before its depth gradients (most small triangles cover no pixel
+//!   centre and stop there);
+//! - in a triangle of more than 64 bounding-box pixels each row is visited
+//!   only over the columns where all three edge functions are
+//!   non-negative, found by exact integer division, not by testing every
+//!   pixel of the bounding box;
+//! - there, eight rows go at once, their depth chains in an array of eight
+//!   lanes (each lane performs exactly the scalar additions of its row),
+//!   over a column-major buffer where eight rows of one column are
+//!   contiguous (plain code the compiler vectorizes, no intrinsics);
+//! - pixels shaded are counted as the tests pass, pixels covered as the
+//!   touched cells are emptied after each axis: no pass over whole views;
 //! - the buffer lives on in its thread and only the rectangle the triangles
-//!   touched is cleared, instead of allocating and zeroing 1 MB a call.
+//!   touched is emptied, instead of allocating and zeroing 1 MB a call.
 //!
 //! An empty cell holds -0.0, which every comparison takes for the C code's
 //! initial 0; a shaded cell holds its depth plus +0.0 (the same depth for
 //! every comparison, and never -0.0: -0.0 + 0.0 is +0.0), so the bits tell
-//! an empty cell from a shaded one. A triangle with a
-//! fixed-point corner outside ±8192 (`int()` of a NaN or infinite corner:
-//! the transform keeps finite ones within 0..=4096) has NaN depths and
-//! shades nothing, in C as here, so below that bound no integer overflows.
+//! an empty cell from a shaded one. A triangle with a fixed-point corner
+//! outside ±8192 (C's `int()` of a NaN or infinite corner is `INT_MIN`; the
+//! transform keeps finite ones within 0..=4096) has NaN depths and shades
+//! nothing, in C as here, so within that bound no integer overflows and the
+//! C code's wrapping casts are plain arithmetic.
 //!
 //! Tested against the C function on random and real meshes
 //! (tests/overdraw.rs); timed against it by `cargo bench --bench overdraw`.
@@ -163,7 +170,7 @@ fn transform(positions: &[[f32; 3]]) -> Vec<Vertex> {
 /// truncation toward zero, and `INT_MIN` for NaN and out-of-range values.
 fn fixed(v: f32) -> i32 {
     let f = 16.0f32 * v + 0.5f32;
-    if f >= -2_147_483_648.0 && f < 2_147_483_648.0 {
+    if (-2_147_483_648.0..2_147_483_648.0).contains(&f) {
         // SAFETY: f is not NaN and truncates to a value in i32's range.
         unsafe { f.to_int_unchecked::<i32>() }
     } else {
