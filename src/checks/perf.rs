@@ -276,9 +276,9 @@ pub const OVERDRAW: CheckDef = CheckDef {
     run: overdraw,
 };
 
-/// Most triangles PERF-005 rasterizes per report: meshoptimizer's analyzer
-/// rasterizes every triangle three times (about 70 ns a triangle, 70 ms on a
-/// 1M-triangle mesh); above this every primitive is analyzed on every k-th
+/// Most triangles PERF-005 rasterizes per report: the analyzer (meshoptimizer's,
+/// or `geom::overdraw` computing the same) rasterizes every triangle three
+/// times (about 70 ns a triangle, 70 ms on a 1M-triangle mesh); above this every primitive is analyzed on every k-th
 /// triangle in index order, k = ceil(triangles drawn by distinct primitives / cap).
 pub const OVERDRAW_MAX_TRIANGLES: u64 = 131_072;
 
