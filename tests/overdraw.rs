@@ -243,3 +243,17 @@ fn shared_assets_match_meshoptimizer() {
     }
     assert!(primitives >= 40, "only {primitives} primitives found under the shared assets");
 }
+
+/// A call that panics half-way (a triangle naming a missing vertex, which
+/// the C function would read out of bounds) leaves nothing behind for the
+/// next call on its thread.
+#[test]
+fn a_panicked_call_leaves_nothing_behind() {
+    let p = vec![[0.0f32, 0.0, 0.0], [1.0, 0.0, 0.5], [0.0, 1.0, 1.0], [1.0, 1.0, 0.0]];
+    let bad = vec![[0u32, 1, 2], [1, 3, 2], [0, 1, 9]];
+    let r = std::panic::catch_unwind(|| analyze(&bad, &p));
+    assert!(r.is_err(), "a missing vertex panics");
+    let p = vec![[0.0f32, 0.0, 0.0], [2.0, 0.0, 0.0], [0.0, 2.0, 1.0]];
+    let got = same("after a panicked call", &[[0, 1, 2]], &p);
+    assert!(got.pixels_covered > 0);
+}

@@ -114,6 +114,9 @@ pub fn analyze(triangles: &[[u32; 3]], positions: &[[f32; 3]]) -> Overdraw {
     VIEWS.with(|cell| {
         let mut slot = cell.borrow_mut();
         let views = slot.get_or_insert_with(|| Views { depth: vec![UNSHADED; 2 * FACE], dirty: [EMPTY; 2] });
+        // Empty already, unless a call on this thread panicked half-way (a
+        // triangle naming a missing vertex): then its cells go now.
+        views.clear();
         // Each axis's view: which coordinates are its x, y and depth.
         for [x, y, z] in [[2, 1, 0], [0, 2, 1], [1, 0, 2]] {
             for t in triangles {
