@@ -32,6 +32,7 @@ mod mcp;
 mod multinode;
 #[cfg(feature = "serve")]
 mod observability;
+mod overdraw;
 #[cfg(feature = "render")]
 mod render;
 #[cfg(feature = "serve")]

@@ -1,6 +1,7 @@
 //! PERF: triangle, vertex and draw-call counts of the default scene as drawn;
 //! vertex-cache, overdraw and vertex-fetch efficiency of each drawn primitive
-//! (meshoptimizer's analyzers, through the `meshopt` crate); scene structure.
+//! (meshoptimizer's analyzers, through the `meshopt` crate; overdraw's
+//! computed bit for bit by `geom::overdraw`); scene structure.
 //!
 //! The analyzers run once per distinct drawn primitive on its own index
 //! buffer (triangle lists as stored; strips and fans as assembled), and their
@@ -261,7 +262,7 @@ pub const OVERDRAW: CheckDef = CheckDef {
     category: CATEGORY,
     severity: Severity::Info,
     params: &[],
-    what: "Runs meshoptimizer's overdraw analyzer (meshopt_analyzeOverdraw) on each drawn primitive in its own space: it rasterizes the triangles in index order into 256 x 256 depth-tested views along the three axes (front and back faces apart) and divides the pixels shaded by the pixels covered (1 is ideal: every pixel shaded once). Averaged over primitives weighted by the triangles each draws. Triangles with a non-finite corner are left out. To bound its cost, when the distinct drawn primitives hold more than 131,072 triangles every primitive is analyzed on every k-th triangle in index order (k = ceil(triangles / 131,072), reported as sample_stride): an estimate. Informational: no published budget exists.",
+    what: "Computes what meshoptimizer's overdraw analyzer (meshopt_analyzeOverdraw) computes, bit for bit (meshcheck's own rasterizer, tested against it), on each drawn primitive in its own space: it rasterizes the triangles in index order into 256 x 256 depth-tested views along the three axes (front and back faces apart) and divides the pixels shaded by the pixels covered (1 is ideal: every pixel shaded once). Averaged over primitives weighted by the triangles each draws. Triangles with a non-finite corner are left out. To bound its cost, when the distinct drawn primitives hold more than 131,072 triangles every primitive is analyzed on every k-th triangle in index order (k = ceil(triangles / 131,072), reported as sample_stride): an estimate. Informational: no published budget exists.",
     why: "Triangles drawn back to front shade the same pixel again and again; ordering them so outer ones come first lets early depth testing reject the rest, which matters for heavy pixel shaders on fill-rate-bound mobile GPUs.",
     fix: "Reorder triangles for overdraw after the vertex-cache pass: meshopt_optimizeOverdraw (gltfpack does both).",
     measured: &[
@@ -275,34 +276,23 @@ pub const OVERDRAW: CheckDef = CheckDef {
     run: overdraw,
 };
 
-/// Most triangles PERF-005 rasterizes per report: meshoptimizer's analyzer
-/// rasterizes every triangle three times (about 70 ns a triangle, 70 ms on a
-/// 1M-triangle mesh); above this every primitive is analyzed on every k-th
+/// Most triangles PERF-005 rasterizes per report: the analyzer (meshoptimizer's,
+/// or `geom::overdraw` computing the same) rasterizes every triangle three
+/// times (about 70 ns a triangle, 70 ms on a 1M-triangle mesh); above this every primitive is analyzed on every k-th
 /// triangle in index order, k = ceil(triangles drawn by distinct primitives / cap).
 pub const OVERDRAW_MAX_TRIANGLES: u64 = 131_072;
 
-/// meshoptimizer's overdraw ratio for a primitive, on every `stride`-th
-/// triangle with three finite corners, or `None` when none is left or no
-/// pixel is covered.
+/// meshoptimizer's overdraw ratio for a primitive (`geom::overdraw`, bit
+/// for bit `meshopt_analyzeOverdraw`), on every `stride`-th triangle with
+/// three finite corners, or `None` when none is left or no pixel is covered.
 fn overdraw_of(p: &Primitive, stride: usize) -> Option<f64> {
     let finite = |v: u32| p.positions[v as usize].iter().all(|c| c.is_finite());
-    let idx: Vec<u32> =
-        p.triangles.iter().step_by(stride).filter(|t| t.iter().all(|&v| finite(v))).flatten().copied().collect();
-    if idx.is_empty() {
+    let tris: Vec<[u32; 3]> =
+        p.triangles.iter().step_by(stride).filter(|t| t.iter().all(|&v| finite(v))).copied().collect();
+    if tris.is_empty() {
         return None;
     }
-    // SAFETY: every index is below positions.len() (the loader drops
-    // triangles naming missing vertices), the stride is 12 bytes of three
-    // f32, and the index count is a multiple of 3.
-    let stats = unsafe {
-        meshopt::ffi::meshopt_analyzeOverdraw(
-            idx.as_ptr(),
-            idx.len(),
-            p.positions.as_ptr().cast(),
-            p.positions.len(),
-            std::mem::size_of::<[f32; 3]>(),
-        )
-    };
+    let stats = crate::geom::overdraw::analyze(&tris, &p.positions);
     (stats.pixels_covered > 0).then_some(stats.overdraw as f64)
 }
 

@@ -1,9 +1,11 @@
 //! Pure geometry on plain slices and arrays, with no glTF types: transforms,
-//! bounds, triangle assembly. Checks and the loader build on these.
+//! bounds, triangle assembly, meshoptimizer's overdraw analyzer. Checks and
+//! the loader build on these.
 
 pub mod flat;
 pub mod mat4;
 pub mod mesh;
+pub mod overdraw;
 pub mod topology;
 pub mod unionfind;
 pub mod uv;
