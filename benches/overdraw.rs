@@ -30,20 +30,7 @@ type Analyzer = fn(&[[u32; 3]], &[[f32; 3]]) -> Overdraw;
 
 /// The C analyzer.
 fn reference(triangles: &[[u32; 3]], positions: &[[f32; 3]]) -> Overdraw {
-    let idx: &[u32] = bytemuck::cast_slice(triangles);
-    // SAFETY: every index is below positions.len() (testkit's shapes and the
-    // loader's primitives guarantee it), the stride is 12 bytes of three f32
-    // and the index count is a multiple of 3.
-    let s = unsafe {
-        meshopt::ffi::meshopt_analyzeOverdraw(
-            idx.as_ptr(),
-            idx.len(),
-            positions.as_ptr().cast(),
-            positions.len(),
-            std::mem::size_of::<[f32; 3]>(),
-        )
-    };
-    Overdraw { pixels_covered: s.pixels_covered, pixels_shaded: s.pixels_shaded, overdraw: s.overdraw }
+    util::overdraw_reference(triangles, positions)
 }
 
 /// A testkit primitive as arrays.

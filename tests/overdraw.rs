@@ -3,25 +3,8 @@
 //! pixels covered, pixels shaded and ratio bits on random meshes of every
 //! awkward kind and on every triangle primitive of the shared assets.
 
+use crate::util::overdraw_reference as reference;
 use meshcheck::geom::overdraw::{Overdraw, analyze};
-
-/// The C analyzer on the same arrays.
-fn reference(triangles: &[[u32; 3]], positions: &[[f32; 3]]) -> Overdraw {
-    let idx: &[u32] = bytemuck::cast_slice(triangles);
-    // SAFETY: every index is below positions.len() (the callers build them
-    // so), the stride is 12 bytes of three f32 and the index count is a
-    // multiple of 3.
-    let s = unsafe {
-        meshopt::ffi::meshopt_analyzeOverdraw(
-            idx.as_ptr(),
-            idx.len(),
-            positions.as_ptr().cast(),
-            positions.len(),
-            std::mem::size_of::<[f32; 3]>(),
-        )
-    };
-    Overdraw { pixels_covered: s.pixels_covered, pixels_shaded: s.pixels_shaded, overdraw: s.overdraw }
-}
 
 /// Asserts both analyzers agree bit for bit; returns the result.
 fn same(what: &str, triangles: &[[u32; 3]], positions: &[[f32; 3]]) -> Overdraw {

@@ -104,3 +104,26 @@ pub fn without_timestamps(mut v: serde_json::Value) -> serde_json::Value {
     }
     v
 }
+
+/// meshoptimizer's C overdraw analyzer (`meshopt_analyzeOverdraw`, the
+/// reference `geom::overdraw::analyze` is held to) on the same arrays.
+pub fn overdraw_reference(triangles: &[[u32; 3]], positions: &[[f32; 3]]) -> meshcheck::geom::overdraw::Overdraw {
+    let idx: &[u32] = bytemuck::cast_slice(triangles);
+    assert!(idx.iter().all(|&i| (i as usize) < positions.len()), "an index past the positions");
+    // SAFETY: every index is below positions.len() (asserted above), the
+    // stride is 12 bytes of three f32 and the index count is a multiple of 3.
+    let s = unsafe {
+        meshopt::ffi::meshopt_analyzeOverdraw(
+            idx.as_ptr(),
+            idx.len(),
+            positions.as_ptr().cast(),
+            positions.len(),
+            std::mem::size_of::<[f32; 3]>(),
+        )
+    };
+    meshcheck::geom::overdraw::Overdraw {
+        pixels_covered: s.pixels_covered,
+        pixels_shaded: s.pixels_shaded,
+        overdraw: s.overdraw,
+    }
+}
