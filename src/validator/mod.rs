@@ -656,6 +656,11 @@ pub struct Validator {
     ahead: Mutex<HashMap<PathBuf, Ahead>>,
 }
 
+/// Most validations begun ahead and not yet taken: a run whose files fail
+/// before their validation is asked for (so never take theirs) holds at
+/// most this many files' bytes.
+const AHEAD_MAX_PENDING: usize = 16;
+
 /// A validation begun ahead: the name and bytes it was asked for, and its
 /// outcome when it comes.
 struct Ahead {
@@ -864,10 +869,14 @@ impl Validator {
     /// folder run begins each worker's next file this way, so that Node's
     /// queue holds more files than there are workers and it does not wait
     /// while the workers finish their checks (BENCHMARKS.md, "SPEC-001
-    /// overhead").
+    /// overhead"). Nothing is begun once the package is known not to load,
+    /// nor while [`AHEAD_MAX_PENDING`] outcomes wait to be taken.
     pub fn begin_ahead(self: &Arc<Self>, uri: String, path: PathBuf, bytes: Arc<[u8]>, resolver: Arc<dyn Resolver>) {
+        if matches!(self.started.get(), Some(Err(_))) {
+            return;
+        }
         let Ok(mut ahead) = self.ahead.lock() else { return };
-        if ahead.contains_key(&path) {
+        if ahead.contains_key(&path) || ahead.len() >= AHEAD_MAX_PENDING {
             return;
         }
         let (tx, rx) = sync_channel(1);
