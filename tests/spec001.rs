@@ -263,6 +263,28 @@ fn a_validation_begun_ahead_is_taken_by_the_same_request_only() {
 }
 
 #[test]
+fn validations_begun_ahead_are_capped() {
+    use meshcheck::asset::bundle::NoResources;
+    // Counting as above: 20 files begun ahead and never asked for start 16
+    // validations, the pending cap; the probe after them is the 17th.
+    let (_pkg, install) = fake_package(
+        "globalThis.n = (globalThis.n || 0) + 1; return Promise.resolve({validatorVersion: 'n' + globalThis.n, issues: {numErrors: 0, numWarnings: 0, numInfos: 0, numHints: 0, messages: []}, info: {}});",
+    );
+    let v = Arc::new(Validator::with_install(install, Duration::from_secs(30)).unwrap());
+    v.limit(1);
+    let dir = tempfile::tempdir().unwrap();
+    let bytes: Arc<[u8]> = box_glb().into();
+    for i in 0..20 {
+        let path = dir.path().join(format!("f{i}.glb"));
+        std::fs::write(&path, &*bytes).unwrap();
+        v.begin_ahead(format!("f{i}.glb"), path, bytes.clone(), Arc::new(NoResources));
+    }
+    std::thread::sleep(Duration::from_millis(1000));
+    let probe = v.validate("probe.glb", b"glTF", &NoResources).unwrap();
+    assert_eq!(probe.validator_version, "n17");
+}
+
+#[test]
 fn a_stuck_validator_is_killed_and_spec001_skips() {
     let (_dir, install) = fake_package(
         "if (data.length > 1000) return new Promise(() => {}); return Promise.resolve({validatorVersion: 'fake', issues: {numErrors: 0, numWarnings: 0, numInfos: 0, numHints: 0, messages: []}, info: {}});",

@@ -584,3 +584,30 @@ fn append_job_summary(run: &findings::Run<'_>) -> Result<()> {
     let mut file = std::fs::OpenOptions::new().create(true).append(true).open(&path).map_err(fail)?;
     std::io::Write::write_all(&mut file, markdown::job_summary(run).as_bytes()).map_err(fail)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The calling thread's nice value.
+    #[cfg(target_os = "linux")]
+    fn nice() -> i32 {
+        // SAFETY: reads a scheduling value of the calling thread.
+        unsafe { libc::getpriority(libc::PRIO_PROCESS, 0) }
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_yielding_thread_runs_niced_below_the_rest() {
+        let before = nice();
+        let after = std::thread::spawn(|| {
+            yield_to_validator();
+            nice()
+        })
+        .join()
+        .unwrap();
+        assert_eq!(after, (before + WORKER_NICENESS).min(19));
+        // Per thread: the caller's own value is as it was.
+        assert_eq!(nice(), before);
+    }
+}

@@ -6,6 +6,8 @@ pub mod flat;
 pub mod mat4;
 pub mod mesh;
 pub mod overdraw;
+#[cfg(test)]
+pub(crate) mod testrng;
 pub mod topology;
 pub mod unionfind;
 pub mod uv;

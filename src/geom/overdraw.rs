@@ -256,31 +256,37 @@ fn rasterize(views: &mut Views, tally: &mut Tally, [v1, v2, v3]: [[f32; 3]; 3], 
 
     let d = &mut views.dirty[face];
     *d = Rect { x0: d.x0.min(minx), x1: d.x1.max(maxx), y0: d.y0.min(miny), y1: d.y1.max(maxy) };
+    let setup = Setup { face, bbox: [minx, maxx, miny, maxy], cy, row, col, zy, dzx, dzy };
     if (maxx - minx) * (maxy - miny) <= SMALL {
-        pixels(views, tally, face, [minx, maxx, miny, maxy], cy, row, col, zy, dzx, dzy);
+        pixels(views, tally, setup);
     } else if dzx == 0.0 {
         // Adding a zero changes no depth's comparisons (at most -0 to +0).
-        spans::<false>(views, tally, face, [minx, maxx, miny, maxy], cy, row, col, zy, dzx, dzy);
+        spans::<false>(views, tally, setup);
     } else {
-        spans::<true>(views, tally, face, [minx, maxx, miny, maxy], cy, row, col, zy, dzx, dzy);
+        spans::<true>(views, tally, setup);
     }
+}
+
+/// A triangle ready for its pixels: its view (`face`), bounding box
+/// `[minx, maxx, miny, maxy]`, edge functions at the box's first pixel
+/// centre with their row steps (added) and column steps (subtracted), and
+/// the depth there with its column and row steps.
+#[derive(Clone, Copy)]
+struct Setup {
+    face: usize,
+    bbox: [i32; 4],
+    cy: [i32; 3],
+    row: [i32; 3],
+    col: [i32; 3],
+    zy: f32,
+    dzx: f32,
+    dzy: f32,
 }
 
 /// The pixels of a small triangle, tested one by one over its bounding box
 /// as the C loop does (for a few pixels, cheaper than finding spans).
-#[allow(clippy::too_many_arguments)]
-fn pixels(
-    views: &mut Views,
-    tally: &mut Tally,
-    face: usize,
-    [minx, maxx, miny, maxy]: [i32; 4],
-    mut cy: [i32; 3],
-    row: [i32; 3],
-    col: [i32; 3],
-    mut zy: f32,
-    dzx: f32,
-    dzy: f32,
-) {
+fn pixels(views: &mut Views, tally: &mut Tally, setup: Setup) {
+    let Setup { face, bbox: [minx, maxx, miny, maxy], mut cy, row, col, mut zy, dzx, dzy } = setup;
     let mut shaded = 0u32;
     let start = face * FACE + minx as usize * COLUMN;
     for y in miny..maxy {
@@ -313,19 +319,8 @@ fn pixels(
 /// column span where all three are non-negative; eight rows at a time, each
 /// lane carrying its row's depth chain (`ADVANCE`: whether `dzx` is nonzero,
 /// so that the chain must be added at all).
-#[allow(clippy::too_many_arguments)]
-fn spans<const ADVANCE: bool>(
-    views: &mut Views,
-    tally: &mut Tally,
-    face: usize,
-    [minx, maxx, miny, maxy]: [i32; 4],
-    mut cy: [i32; 3],
-    row: [i32; 3],
-    col: [i32; 3],
-    mut zy: f32,
-    dzx: f32,
-    dzy: f32,
-) {
+fn spans<const ADVANCE: bool>(views: &mut Views, tally: &mut Tally, setup: Setup) {
+    let Setup { face, bbox: [minx, maxx, miny, maxy], mut cy, row, col, mut zy, dzx, dzy } = setup;
     let rows = maxy - miny;
     let last = maxx - minx - 1; // the last column offset
     let mut shaded = [0u32; LANES];

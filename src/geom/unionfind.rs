@@ -93,13 +93,8 @@ mod tests {
 
     #[test]
     fn labels_are_the_connected_components() {
-        let mut seed = 0x2545_f491_4f6c_dd1du64;
-        let mut rnd = move |n: u32| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            (seed % n as u64) as u32
-        };
+        let mut rng = crate::geom::testrng::XorShift::new(0x2545_f491_4f6c_dd1du64);
+        let mut rnd = move |n: u32| rng.below(u64::from(n)) as u32;
         for n in [1u32, 2, 10, 1000] {
             let pairs: Vec<(u32, u32)> = (0..n).map(|_| (rnd(n), rnd(n))).collect();
             let mut uf = UnionFind::new(n as usize);

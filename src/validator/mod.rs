@@ -822,9 +822,6 @@ impl Validator {
         main: Main<'_>,
         resolver: &dyn Resolver,
     ) -> std::result::Result<Findings, Failure> {
-        if let Some(Err(e)) = self.started.get() {
-            return Err(Failure::Crashed(e.message.clone()));
-        }
         // A validation of the same request begun ahead: its outcome.
         let begun = main.path.and_then(|p| self.ahead.lock().ok()?.remove(p));
         if let Some(a) = begun

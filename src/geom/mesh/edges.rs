@@ -82,8 +82,8 @@ impl Edges {
         Edge { a, b, start, count: end - start }
     }
     /// Every edge, in order.
-    pub fn iter(&self) -> impl ExactSizeIterator<Item = Edge> + '_ {
-        (0..self.ends.len()).map(|i| self.get(i))
+    pub fn iter(&self) -> EdgeIter<'_> {
+        EdgeIter { edges: self, next: 0 }
     }
     /// Every edge with its index, on the thread pool.
     pub fn par_iter(&self) -> impl IndexedParallelIterator<Item = (usize, Edge)> + '_ {
@@ -93,11 +93,35 @@ impl Edges {
 
 impl<'a> IntoIterator for &'a Edges {
     type Item = Edge;
-    type IntoIter = Box<dyn Iterator<Item = Edge> + 'a>;
-    fn into_iter(self) -> Self::IntoIter {
-        Box::new(self.iter())
+    type IntoIter = EdgeIter<'a>;
+    fn into_iter(self) -> EdgeIter<'a> {
+        self.iter()
     }
 }
+
+/// [`Edges::iter`]: every edge in order, read as [`Edge`] values (a plain
+/// struct, so that loops over millions of edges inline `next`).
+#[derive(Debug, Clone)]
+pub struct EdgeIter<'a> {
+    edges: &'a Edges,
+    next: usize,
+}
+
+impl Iterator for EdgeIter<'_> {
+    type Item = Edge;
+    #[inline]
+    fn next(&mut self) -> Option<Edge> {
+        let e = (self.next < self.edges.len()).then(|| self.edges.get(self.next));
+        self.next += usize::from(e.is_some());
+        e
+    }
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        let left = self.edges.len() - self.next;
+        (left, Some(left))
+    }
+}
+
+impl ExactSizeIterator for EdgeIter<'_> {}
 
 /// The welded mesh and everything derived from its edge map.
 #[derive(Debug, Clone, Default)]
@@ -318,8 +342,8 @@ impl Topology {
     /// patch (the part of a shell whose windings can be compared across
     /// manifold edges), the smaller of the two orientation classes. For a
     /// shell that is one patch, that is its shell's majority.
-    pub fn flipped_faces(&self) -> Vec<u32> {
-        self.flipped.clone()
+    pub fn flipped_faces(&self) -> &[u32] {
+        &self.flipped
     }
 
     /// Triangles in each shell.

@@ -408,13 +408,8 @@ mod tests {
         // Clusters of near-coincident points on and around cell faces, some
         // non-finite points, negative coordinates: the sorted weld and the
         // hash-grid weld must label every point the same way.
-        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
-        let mut rnd = move || {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            (seed >> 11) as f64 / (1u64 << 53) as f64
-        };
+        let mut rng = crate::geom::testrng::XorShift::new(0x9e37_79b9_7f4a_7c15u64);
+        let mut rnd = move || rng.unit();
         let tol = 1e-3;
         let cell = CELL_TOLERANCES * tol;
         for round in 0..40 {

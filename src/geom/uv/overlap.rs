@@ -241,17 +241,11 @@ mod tests {
 
     #[test]
     fn level_counts_match_a_texel_by_texel_count() {
-        let mut seed = 0x1234_5678_9abc_def1u64;
+        let mut rng = crate::geom::testrng::XorShift::new(0x1234_5678_9abc_def1u64);
         for len in [0usize, 1, 31, 32, 33, 8159, 8160, 8161, 100_000] {
-            let bytes: Vec<u8> = (0..len)
-                .map(|_| {
-                    seed ^= seed << 13;
-                    seed ^= seed >> 7;
-                    seed ^= seed << 17;
-                    // Mostly 0, 1 and 2, some up to 255.
-                    [0u8, 1, 2, 0, 1, 255, 3, 0][(seed >> 20) as usize % 8]
-                })
-                .collect();
+            // Mostly 0, 1 and 2, some up to 255.
+            let bytes: Vec<u8> =
+                (0..len).map(|_| [0u8, 1, 2, 0, 1, 255, 3, 0][(rng.next_u64() >> 20) as usize % 8]).collect();
             let slow =
                 (bytes.iter().filter(|&&c| c >= 1).count() as u64, bytes.iter().filter(|&&c| c >= 2).count() as u64);
             assert_eq!(count_levels(&bytes), slow, "{len}");
@@ -264,13 +258,8 @@ mod tests {
         // Random layouts (overlapping, folded, crossing the tile's border,
         // several meshes), counted from spans only, in a raster from the
         // first span, and switching part way.
-        let mut seed = 0x0dd_ba11_5eed_f00du64;
-        let mut next = || {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            (seed >> 11) as f64 / (1u64 << 53) as f64
-        };
+        let mut rng = crate::geom::testrng::XorShift::new(0x0dd_ba11_5eed_f00du64);
+        let mut next = move || rng.unit();
         for case in 0..60 {
             let n = 1 + (next() * 40.0) as usize;
             let uvs: Vec<[f32; 2]> =
@@ -378,13 +367,8 @@ mod tests {
             f32::NEG_INFINITY,
             1.0 - f32::EPSILON,
         ];
-        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
-        let mut next = || {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed
-        };
+        let mut rng = crate::geom::testrng::XorShift::new(0x9e37_79b9_7f4a_7c15u64);
+        let mut next = move || rng.next_u64();
         let uvs: Vec<[f32; 2]> = (0..300)
             .map(|_| {
                 let mut pick = || {

@@ -698,13 +698,8 @@ mod tests {
         // the run length, every radius from 1 to beyond the raster: labels,
         // distances (through the labels), pairs and gaps equal the plain
         // transform's.
-        let mut seed = 0x0dd_ba11_cafe_f00du64;
-        let mut next = move |n: u64| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed % n.max(1)
-        };
+        let mut rng = crate::geom::testrng::XorShift::new(0x0dd_ba11_cafe_f00du64);
+        let mut next = move |n: u64| rng.below(n);
         for case in 0..300 {
             let w = [1usize, 15, 16, 17, 33, 64, 100][case % 7];
             let h = 1 + next(60) as usize;
@@ -737,13 +732,8 @@ mod tests {
         // Random layouts of 2 to 9 squares and slivers, some far apart,
         // some about twice the radius apart, some touching or overlapping:
         // with and without the shortcut every figure is the same.
-        let mut seed = 0x5eed_1234_abcd_0001u64;
-        let mut next = move |n: u64| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed % n.max(1)
-        };
+        let mut rng = crate::geom::testrng::XorShift::new(0x5eed_1234_abcd_0001u64);
+        let mut next = move |n: u64| rng.below(n);
         let mut shortcuts = 0;
         for case in 0..400 {
             let side = [16u32, 64, 100, 256][case % 4];

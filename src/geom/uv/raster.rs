@@ -487,13 +487,8 @@ mod tests {
     fn scan_and_division_spans_agree() {
         // Deterministic pseudo-random triangles, each rasterised with its
         // natural path and with the other one forced.
-        let mut seed = 0x2545_f491_4f6c_dd1du64;
-        let mut next = || {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            (seed >> 11) as f64 / (1u64 << 53) as f64
-        };
+        let mut rng = crate::geom::testrng::XorShift::new(0x2545_f491_4f6c_dd1du64);
+        let mut next = move || rng.unit();
         for _ in 0..400 {
             let c: [[f32; 2]; 3] = std::array::from_fn(|_| [(next() * 1.4 - 0.2) as f32, (next() * 1.4 - 0.2) as f32]);
             let Class::Inside(f) = classify(&c, [0, 1, 2], 64, 64) else { continue };
