@@ -642,6 +642,8 @@ fn resource(uri: &str, resolver: &dyn Resolver, local: bool) -> Reply {
 /// validations in flight, where it waits in the driver's queue.
 pub struct Validator {
     install: Install,
+    /// Starts the processes after the first (see [`Spawner`]).
+    spawner: Spawner,
     processes: Mutex<Vec<Arc<Process>>>,
     /// Most processes at once.
     limit: AtomicUsize,
@@ -687,6 +689,38 @@ impl Drop for Claim {
 /// queue is not its own).
 const RETRIES: usize = 3;
 
+/// Starts Node processes from one thread made with the pool, so that each
+/// has the scheduling priority the pool was made with. A process started
+/// from the thread that asks for it would take that thread's: the CLI's
+/// check workers run niced ([`crate::cli`]'s `yield_to_validator`), and a
+/// validator restarted by one of them (after a crash or a timeout) ran
+/// niced for the rest of the run. Should the thread not start, processes
+/// are started from the caller.
+struct Spawner(Option<Mutex<Sender<SyncSender<Result<Process>>>>>);
+
+impl Spawner {
+    fn new(install: &Install) -> Spawner {
+        let (tx, rx) = channel::<SyncSender<Result<Process>>>();
+        let install = install.clone();
+        let started = std::thread::Builder::new().name("gltf-validator-spawner".into()).spawn(move || {
+            // Ends when the pool (the sender) is dropped.
+            for reply in rx {
+                let _ = reply.send(Process::spawn(&install, None));
+            }
+        });
+        Spawner(started.ok().map(|_| Mutex::new(tx)))
+    }
+
+    fn spawn(&self, install: &Install) -> Result<Process> {
+        let (tx, rx) = sync_channel(1);
+        let sent = self.0.as_ref().and_then(|s| s.lock().ok()).is_some_and(|s| s.send(tx).is_ok());
+        match sent.then(|| rx.recv().ok()).flatten() {
+            Some(p) => p,
+            None => Process::spawn(install, None),
+        }
+    }
+}
+
 impl std::fmt::Debug for Validator {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Validator").field("install", &self.install).field("timeout", &self.timeout).finish()
@@ -707,6 +741,7 @@ impl Validator {
         let (tx, rx) = sync_channel(1);
         let p = Process::spawn(&install, Some(tx))?;
         Ok(Validator {
+            spawner: Spawner::new(&install),
             install,
             processes: Mutex::new(vec![Arc::new(p)]),
             limit: AtomicUsize::new(usize::MAX),
@@ -724,7 +759,7 @@ impl Validator {
         let Ok(mut all) = self.processes.lock() else { return };
         all.retain(|p| !p.broken.load(Ordering::SeqCst));
         while all.len() < n.min(self.limit.load(Ordering::SeqCst)) {
-            match Process::spawn(&self.install, None) {
+            match self.spawner.spawn(&self.install) {
                 Ok(p) => all.push(Arc::new(p)),
                 Err(_) => return, // The next validation reports it.
             }
@@ -748,7 +783,7 @@ impl Validator {
         let process = match least {
             Some(p) if p.in_flight.load(Ordering::SeqCst) == 0 || all.len() >= self.limit.load(Ordering::SeqCst) => p,
             _ => {
-                let p = Arc::new(Process::spawn(&self.install, None).map_err(|e| Failure::Crashed(e.message))?);
+                let p = Arc::new(self.spawner.spawn(&self.install).map_err(|e| Failure::Crashed(e.message))?);
                 all.push(p.clone());
                 p
             }
@@ -904,6 +939,35 @@ impl Validator {
 mod tests {
     use super::*;
     use crate::asset::bundle::{DirResolver, NoResources};
+
+    /// A process's nice value, from /proc/PID/stat (field 19).
+    #[cfg(target_os = "linux")]
+    fn nice_of(pid: u32) -> i32 {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+        let fields: Vec<&str> = stat[stat.rfind(')').unwrap() + 2..].split(' ').collect();
+        fields[16].parse().unwrap()
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_process_started_for_a_niced_thread_has_the_pools_priority() {
+        let v = Validator::start(Duration::from_secs(60)).expect("the validator is installed (npm ci)");
+        v.limit(2);
+        // SAFETY: reads the calling thread's scheduling value.
+        let base = unsafe { libc::getpriority(libc::PRIO_PROCESS, 0) };
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                // SAFETY: lowers this thread's own priority.
+                unsafe { libc::setpriority(libc::PRIO_PROCESS, 0, (base + 5).min(19)) };
+                v.prestart(2);
+            });
+        });
+        let pids: Vec<u32> = v.processes.lock().unwrap().iter().map(|p| p.child.lock().unwrap().id()).collect();
+        assert_eq!(pids.len(), 2);
+        for pid in pids {
+            assert_eq!(nice_of(pid), base, "process {pid}");
+        }
+    }
 
     #[test]
     fn a_gltfs_plain_files_and_refusals_are_answered_ahead() {

@@ -85,6 +85,31 @@ impl Edges {
     pub fn iter(&self) -> EdgeIter<'_> {
         EdgeIter { edges: self, next: 0 }
     }
+    /// The index of the first edge of every smaller vertex `0..nv`, and
+    /// the edge count last (`nv + 1` entries): vertex `a`'s edges are
+    /// `first[a]..first[a + 1]`, sorted by their larger vertex.
+    pub fn first_edges(&self, nv: usize) -> Vec<u32> {
+        let mut first = vec![0u32; nv + 1];
+        for &[a, _, _] in &self.ends {
+            first[a as usize + 1] += 1;
+        }
+        for i in 0..nv {
+            first[i + 1] += first[i];
+        }
+        first
+    }
+    /// The index of the edge between `u` and `v`, by a binary search of
+    /// the smaller one's edges (`first` from [`Edges::first_edges`]).
+    ///
+    /// # Panics
+    ///
+    /// When there is no such edge.
+    pub fn find(&self, first: &[u32], u: u32, v: u32) -> usize {
+        let (lo, hi) = (u.min(v), u.max(v));
+        let from = first[lo as usize] as usize;
+        let bucket = &self.ends[from..first[lo as usize + 1] as usize];
+        from + bucket.binary_search_by_key(&hi, |e| e[1]).expect("the edge is in the map")
+    }
     /// Every edge with its index, on the thread pool.
     pub fn par_iter(&self) -> impl IndexedParallelIterator<Item = (usize, Edge)> + '_ {
         (0..self.ends.len()).into_par_iter().map(|i| (i, self.get(i)))
@@ -363,41 +388,107 @@ impl Topology {
     /// others at the same vertex, across edges that end at that vertex (any
     /// shared edge, manifold or not). Ascending vertex indices.
     ///
-    /// One union-find over triangle corners (corner `3t + k` is triangle
-    /// `t`'s `k`-th vertex), fed from the edge map: linear in the corners.
+    /// Vertex by vertex, on the thread pool: from one of its triangles, the
+    /// fan is walked across the vertex's edges (found in the edge map) and
+    /// its triangles counted; the vertex is non-manifold when the walk
+    /// reaches fewer than all of them. Where every edge at the vertex has at
+    /// most two faces, a fan is a chain or a ring and the walk needs no
+    /// record of where it has been; otherwise it is a breadth-first search
+    /// over a set of the vertex's triangles. It holds 12 bytes a vertex (a
+    /// union-find over every triangle corner held 15 bytes a corner, 45 a
+    /// triangle, beside the mesh; `fans_by_corners` in the tests is that
+    /// method, kept as the oracle).
     pub fn non_manifold_vertices(&self) -> Vec<u32> {
-        let corner = |t: u32, v: u32| -> u32 {
-            let tri = &self.triangles[t as usize];
-            3 * t
-                + if tri[0] == v {
-                    0
-                } else if tri[1] == v {
-                    1
-                } else {
-                    2
-                }
-        };
         let nv = self.vertices.len();
-        // fans[v] = incident corners - successful unions at v.
-        let mut fans = vec![0i32; nv];
+        // Per vertex: its (non-collapsed) triangles counted, and one of them.
+        let mut corners = vec![0u32; nv];
+        let mut start = vec![u32::MAX; nv];
         for (t, tri) in self.triangles.iter().enumerate() {
             if !self.collapsed[t] {
-                tri.iter().for_each(|&v| fans[v as usize] += 1);
-            }
-        }
-        let mut uf = UnionFind::new(3 * self.triangles.len());
-        for e in self.edges.iter().filter(|e| e.count >= 2) {
-            let faces = self.faces(e);
-            let first = faces[0].tri();
-            for f in faces[1..].iter().map(|f| f.tri()) {
-                for v in [e.a, e.b] {
-                    if uf.union(corner(first, v), corner(f, v)) {
-                        fans[v as usize] -= 1;
+                for &v in tri {
+                    corners[v as usize] += 1;
+                    if start[v as usize] == u32::MAX {
+                        start[v as usize] = t as u32;
                     }
                 }
             }
         }
-        (0..nv as u32).filter(|&v| fans[v as usize] > 1).collect()
+        let first = self.edges.first_edges(nv);
+        (0..nv as u32)
+            .into_par_iter()
+            .filter(|&v| {
+                let n = corners[v as usize];
+                n > 1 && self.fan_size(&first, v, start[v as usize], n) < n
+            })
+            .collect()
+    }
+
+    /// The triangles in the fan of `from` at vertex `v` (at most `of`, the
+    /// triangles at `v`), walked across `v`'s edges.
+    fn fan_size(&self, first: &[u32], v: u32, from: u32, of: u32) -> u32 {
+        // The vertex of `t` other than `v` and `w`.
+        let third = |t: u32, w: u32| -> u32 {
+            let tri = self.triangles[t as usize];
+            if tri[0] != v && tri[0] != w {
+                tri[0]
+            } else if tri[1] != v && tri[1] != w {
+                tri[1]
+            } else {
+                tri[2]
+            }
+        };
+        let faces_at = |w: u32| self.faces(self.edges.get(self.edges.find(first, v, w)));
+        // A chain or ring: walk away from `from` across each of its two
+        // edges at `v` in turn, counting the triangles passed, until the
+        // walk comes back round (a ring) or reaches a boundary edge.
+        let tri = self.triangles[from as usize];
+        let ends: Vec<u32> = tri.iter().copied().filter(|&w| w != v).collect();
+        let mut size = 1u32;
+        for (k, &w0) in ends.iter().enumerate() {
+            let (mut at, mut across) = (from, w0);
+            loop {
+                let faces = faces_at(across);
+                if faces.len() > 2 {
+                    return self.fan_size_searched(first, v, from, of);
+                }
+                if faces.len() < 2 {
+                    break;
+                }
+                let next = if faces[0].tri() == at { faces[1].tri() } else { faces[0].tri() };
+                if next == from {
+                    // Round the ring: every triangle of the fan is counted.
+                    debug_assert_eq!(k, 0);
+                    return size;
+                }
+                size += 1;
+                across = third(next, across);
+                at = next;
+            }
+        }
+        size
+    }
+
+    /// [`Topology::fan_size`] by a breadth-first search, for a vertex with
+    /// an edge of three or more faces: every face of such an edge is in
+    /// the fan of any other.
+    fn fan_size_searched(&self, first: &[u32], v: u32, from: u32, of: u32) -> u32 {
+        let mut seen: std::collections::HashSet<u32, std::hash::BuildHasherDefault<super::hash::FxHasher>> =
+            Default::default();
+        seen.insert(from);
+        let mut queue = vec![from];
+        while let Some(t) = queue.pop() {
+            for &w in self.triangles[t as usize].iter().filter(|&&w| w != v) {
+                for f in self.faces(self.edges.get(self.edges.find(first, v, w))) {
+                    if seen.insert(f.tri()) {
+                        queue.push(f.tri());
+                    }
+                }
+            }
+            if seen.len() as u32 >= of {
+                break;
+            }
+        }
+        seen.len() as u32
     }
 
     /// Duplicate faces: triangles (collapsed ones left out) over the same
@@ -770,5 +861,115 @@ mod tests {
         let e01 = topo.edges.iter().find(|e| (e.a, e.b) == (0, 1)).unwrap();
         assert_eq!(e01.count, 3);
         assert_eq!(topo.shell_count, 1);
+    }
+
+    /// The union-find over triangle corners that [`Topology::non_manifold_vertices`]
+    /// replaced: corners joined across every edge with two or more faces,
+    /// per vertex; more than one group of corners is more than one fan.
+    fn fans_by_corners(t: &Topology) -> Vec<u32> {
+        let corner =
+            |tri: u32, v: u32| 3 * tri + t.triangles[tri as usize].iter().position(|&x| x == v).unwrap() as u32;
+        let mut fans = vec![0i32; t.vertices.len()];
+        for (ti, tri) in t.triangles.iter().enumerate() {
+            if !t.collapsed[ti] {
+                tri.iter().for_each(|&v| fans[v as usize] += 1);
+            }
+        }
+        let mut uf = UnionFind::new(3 * t.triangles.len());
+        for e in t.edges.iter().filter(|e| e.count >= 2) {
+            let faces = t.faces(e);
+            for f in &faces[1..] {
+                for v in [e.a, e.b] {
+                    if uf.union(corner(faces[0].tri(), v), corner(f.tri(), v)) {
+                        fans[v as usize] -= 1;
+                    }
+                }
+            }
+        }
+        (0..t.vertices.len() as u32).filter(|&v| fans[v as usize] > 1).collect()
+    }
+
+    #[test]
+    fn fan_walks_agree_with_the_corner_union_find() {
+        use crate::geom::testrng::XorShift;
+        let (mut with_bow_ties, mut with_fins) = (0, 0);
+        for seed in 1..=300u64 {
+            let mut rng = XorShift::new(seed * 0x9e37_79b9);
+            // A grid of points, triangulated, with triangles dropped,
+            // repeated (either winding), reversed and added across it from
+            // a few points (fins, bow-ties, edges of three or more faces).
+            let side = 2 + rng.below(6) as u32;
+            let p: Vec<[f64; 3]> =
+                (0..side * side).map(|i| [(i % side) as f64, (i / side) as f64, (i % 3) as f64 * 0.1]).collect();
+            let mut t = Vec::new();
+            for y in 0..side - 1 {
+                for x in 0..side - 1 {
+                    let (a, b, c, d) = (y * side + x, y * side + x + 1, (y + 1) * side + x + 1, (y + 1) * side + x);
+                    for tri in [[a, b, c], [a, c, d]] {
+                        match rng.below(10) {
+                            0 => {}
+                            1 => {
+                                t.push(tri);
+                                t.push([tri[0], tri[2], tri[1]]);
+                            }
+                            2 => t.push([tri[1], tri[0], tri[2]]),
+                            _ => t.push(tri),
+                        }
+                    }
+                }
+            }
+            let n = side * side;
+            for _ in 0..rng.below(6) {
+                let k = rng.below(4) as u32 + 1;
+                let tri = [rng.below(k as u64 + 1) as u32 % n, rng.below(n as u64) as u32, rng.below(n as u64) as u32];
+                t.push(tri);
+            }
+            let topo = Topology::build(&p, &t, 1e-5);
+            let found = topo.non_manifold_vertices();
+            assert_eq!(found, fans_by_corners(&topo), "seed {seed}");
+            with_bow_ties += usize::from(!found.is_empty());
+            with_fins += usize::from(topo.edges.iter().any(|e| e.count > 2));
+        }
+        // The draws reach both walks and both answers.
+        assert!(with_bow_ties > 30 && with_bow_ties < 270, "{with_bow_ties} meshes with bow-ties");
+        assert!(with_fins > 30, "{with_fins} meshes with fins");
+    }
+
+    #[test]
+    fn rings_chains_and_fins_at_a_vertex() {
+        // Two discs of 4,000 triangles each around vertex 0 (rings), in
+        // different planes, then each opened (a chain), then joined by a fin
+        // (an edge of three faces through vertex 0).
+        let ring = 4000u32;
+        let mut p = vec![[0.0, 0.0, 0.0]];
+        for plane in 0..2 {
+            for i in 0..ring {
+                let a = i as f64 / ring as f64 * std::f64::consts::TAU;
+                p.push(if plane == 0 { [a.cos(), a.sin(), 0.0] } else { [0.0, a.cos(), a.sin() + 3.0] });
+            }
+        }
+        let disc = |plane: u32, open: bool| -> Vec<[u32; 3]> {
+            let base = 1 + plane * ring;
+            (0..ring - u32::from(open)).map(|i| [0, base + i, base + (i + 1) % ring]).collect()
+        };
+        let one = Topology::build(&p, &disc(0, false), 1e-9);
+        assert!(one.non_manifold_vertices().is_empty());
+        let chain = Topology::build(&p, &disc(0, true), 1e-9);
+        assert!(chain.non_manifold_vertices().is_empty());
+        for open in [false, true] {
+            let mut t = disc(0, open);
+            t.extend(disc(1, open));
+            let two = Topology::build(&p, &t, 1e-9);
+            assert_eq!(two.non_manifold_vertices(), vec![0], "open {open}");
+            assert_eq!(fans_by_corners(&two), vec![0]);
+            // A fin on the first disc's edge 0-1 reaching the second disc's
+            // point: its edge 0-(second disc's first point) lies in that
+            // disc's fan only if that edge is the disc's; here it is, so the
+            // fin joins the two fans into one.
+            t.push([0, 1, 1 + ring]);
+            let joined = Topology::build(&p, &t, 1e-9);
+            assert_eq!(joined.non_manifold_vertices(), fans_by_corners(&joined), "open {open}");
+            assert!(!joined.non_manifold_vertices().contains(&0), "open {open}");
+        }
     }
 }
