@@ -478,14 +478,19 @@ type Indexed = Vec<(usize, CheckResult)>;
 /// developer's aid for finding where the time goes (BENCHMARKS.md).
 pub const TIMINGS_ENV: &str = "MESHCHECK_CHECK_TIMES";
 
-/// Runs `work`; with [`TIMINGS_ENV`] set, prints `what()` and its wall time
-/// to stderr (the label is only built then).
+/// Runs `work`; with [`TIMINGS_ENV`] set, prints `what()`, its wall time
+/// and when it started and ended (ms since the first timed step), so that a
+/// run's critical path can be read off (the label is only built then).
 fn timed<T>(what: impl FnOnce() -> String, work: impl FnOnce() -> T) -> T {
     static ON: std::sync::LazyLock<bool> = std::sync::LazyLock::new(|| std::env::var_os(TIMINGS_ENV).is_some());
+    static ORIGIN: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
     let start = std::time::Instant::now();
+    let origin = *ORIGIN.get_or_init(|| start);
     let out = work();
     if *ON {
-        eprintln!("{} {:.1} ms", what(), start.elapsed().as_secs_f64() * 1e3);
+        let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;
+        let end = std::time::Instant::now();
+        eprintln!("{} {:.1} ms ({:.1}..{:.1})", what(), ms(end - start), ms(start - origin), ms(end - origin));
     }
     out
 }

@@ -53,12 +53,11 @@ pub fn reads_world(def: &CheckDef) -> bool {
 }
 
 /// Whether a check that reads the world mesh holds working arrays the size
-/// of the mesh while it runs (a per-corner union-find, quad candidates,
-/// per-triangle qualities). On a large mesh the engine runs these one at a
-/// time, beside the others, so that their arrays are not held at once on
-/// top of the mesh.
+/// of the mesh while it runs (quad candidates, per-triangle qualities). On
+/// a large mesh the engine runs these one at a time, beside the others, so
+/// that their arrays are not held at once on top of the mesh.
 pub fn memory_hungry(def: &CheckDef) -> bool {
-    [&geo::NON_MANIFOLD, &top::QUAD_RECONSTRUCTIBILITY, &top::TRIANGLE_REGULARITY].iter().any(|c| c.id == def.id)
+    [&top::QUAD_RECONSTRUCTIBILITY, &top::TRIANGLE_REGULARITY].iter().any(|c| c.id == def.id)
 }
 
 /// What a profile is checked against: every parameter some check reads (in
