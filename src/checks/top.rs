@@ -75,28 +75,26 @@ pub fn quad_reconstructibility(cx: &Ctx<'_>) -> CheckOutput {
     // index); the score is the sum of |cos| of the four corners (0 = square).
     // A candidate is packed in 12 bytes, [score's high bits, score's low
     // bits, edge], which orders as (score, edge) does.
+    //
+    // Every test is a pure predicate of the pair, so their order does not
+    // change which pairs are candidates; the cheapest and most selective
+    // come first. The corner test runs before the face normals: across most
+    // edges of a quad-dominant mesh (a quad's sides, not its diagonal) the
+    // two triangles make a rhombus whose first corners are out of range,
+    // and such an edge costs no normal.
     let candidate = |ei: usize, e: crate::geom::mesh::edges::Edge| -> Option<[u32; 3]> {
         if e.count != 2 {
             return None;
         }
         let f = t.faces(e);
-        if f[0].forward() == f[1].forward() || degenerate[f[0].tri() as usize] || degenerate[f[1].tri() as usize] {
+        let (t0, t1) = (f[0].tri(), f[1].tri());
+        if f[0].forward() == f[1].forward() || degenerate[t0 as usize] || degenerate[t1 as usize] {
             return None;
         }
-        let (n1, n2) = (t.normal(f[0].tri()), t.normal(f[1].tri()));
-        if dot(n1, n2) < planar {
-            return None;
-        }
-        let opposite =
-            |tri: u32| -> u32 { *t.triangles[tri as usize].iter().find(|&&v| v != e.a && v != e.b).unwrap_or(&e.a) };
-        let (c, d) = (opposite(f[0].tri()), opposite(f[1].tri()));
-        // The quad c, a, d, b: convex when each diagonal separates the other's ends.
-        let (a, b, c, d) = (p(e.a), p(e.b), p(c), p(d));
-        let n = [n1[0] + n2[0], n1[1] + n2[1], n1[2] + n2[2]];
-        let side = |x: [f64; 3], y: [f64; 3], q: [f64; 3]| dot(cross(sub(y, x), sub(q, x)), n);
-        if side(a, b, c) * side(a, b, d) >= 0.0 || side(c, d, a) * side(c, d, b) >= 0.0 {
-            return None;
-        }
+        let (tri0, tri1) = (t.triangles[t0 as usize], t.triangles[t1 as usize]);
+        let opposite = |tri: [u32; 3]| -> u32 { *tri.iter().find(|&&v| v != e.a && v != e.b).unwrap_or(&e.a) };
+        // The quad c, a, d, b.
+        let (a, b, c, d) = (p(e.a), p(e.b), p(opposite(tri0)), p(opposite(tri1)));
         let corners = [(c, a, d), (a, d, b), (d, b, c), (b, c, a)];
         let mut score = 0.0;
         for (prev, at, next) in corners {
@@ -106,6 +104,16 @@ pub fn quad_reconstructibility(cx: &Ctx<'_>) -> CheckOutput {
                 return None;
             }
             score += cos;
+        }
+        let (n1, n2) = (t.normal(t0), t.normal(t1));
+        if dot(n1, n2) < planar {
+            return None;
+        }
+        // Convex when each diagonal separates the other's ends.
+        let n = [n1[0] + n2[0], n1[1] + n2[1], n1[2] + n2[2]];
+        let side = |x: [f64; 3], y: [f64; 3], q: [f64; 3]| dot(cross(sub(y, x), sub(q, x)), n);
+        if side(a, b, c) * side(a, b, d) >= 0.0 || side(c, d, a) * side(c, d, b) >= 0.0 {
+            return None;
         }
         // A score is a sum of absolute values (finite: a NaN corner fails
         // the corner test), so its bits order as the number does.

@@ -1,7 +1,8 @@
 //! The edge map of a welded mesh and what follows from it ([`Topology`]):
 //! edges with the triangles using them, boundary edges and loops, shells
-//! (edge-connected components, by union-find) and winding (a breadth-first
-//! walk over manifold edges, per manifold patch).
+//! (edge-connected components, by union-find) and winding (per manifold
+//! patch: by parity over manifold edges, [`super::winding`], or a
+//! breadth-first walk where a patch cannot be wound consistently).
 //!
 //! Collapsed triangles (a repeated welded index) are left out of the edge
 //! map. Edges are found by a counting sort on their smaller vertex and a
@@ -330,7 +331,7 @@ impl Topology {
         // Shells and winding are independent: they run side by side.
         let ((shell, shell_count), flipped) = rayon::join(
             || shells(&collapsed, &edges, &edge_faces),
-            || orient(&triangles, nv, &collapsed, &edges, &edge_faces),
+            || winding(&triangles, nv, &collapsed, &edges, &edge_faces),
         );
         Topology { vertices, triangles, collapsed, edges, edge_faces, shell, shell_count, flipped, exact_weld: true }
     }
@@ -601,6 +602,20 @@ fn shells(collapsed: &[bool], edges: &Edges, edge_faces: &[Face]) -> (Vec<u32>, 
         shell[ti] = shell[r];
     }
     (shell, shell_count)
+}
+
+/// The triangles that disagree with their patch's majority winding: by
+/// parity over the manifold edges ([`super::winding::flipped`], one pass in
+/// edge order), or by [`orient`]'s walk where a patch cannot be wound
+/// consistently (its classes then depend on the walk). The same triangles
+/// either way.
+fn winding(triangles: &[[u32; 3]], nv: usize, collapsed: &[bool], edges: &Edges, edge_faces: &[Face]) -> Vec<u32> {
+    let manifold = edges.iter().filter(|e| e.count == 2).map(|e| {
+        let f = &edge_faces[e.start as usize..e.start as usize + 2];
+        (f[0].tri(), f[1].tri(), f[0].forward() == f[1].forward())
+    });
+    super::winding::flipped(triangles.len(), collapsed, manifold)
+        .unwrap_or_else(|| orient(triangles, nv, collapsed, edges, edge_faces))
 }
 
 /// Orientation bits from a walk over manifold edges: two triangles sharing

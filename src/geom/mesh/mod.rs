@@ -10,11 +10,15 @@
 //! - [`edges`]: [`Topology::build`] gives welded triangles; collapsed ones
 //!   (a repeated welded index) are left out of the edge map. Edges are found
 //!   by sorting 64-bit keys (n log n), shells by union-find, winding by a
-//!   breadth-first walk over manifold edges. Results do not depend on
+//!   union-find with parity over manifold edges (a breadth-first walk where
+//!   a patch cannot be wound consistently). Results do not depend on
 //!   triangle or vertex order.
 //! - [`vector`]: cross, dot, length, normals and triangle shape.
 //! - [`hash`]: the fast hasher and map for integer keys both passes use.
 //! - [`fuzz`]: the geometry fuzz target's body.
+//! - [`winding`]: the triangles against their patch's majority winding, by
+//!   a union-find with parity (the walk in [`edges`] where a patch cannot
+//!   be wound consistently).
 //!
 //! This file only declares the parts and re-exports the names the checks
 //! use (`geom::mesh::{Topology, shape, cross, dot, len, sub}`).
@@ -24,6 +28,7 @@ pub mod fuzz;
 pub mod hash;
 pub mod vector;
 pub mod weld;
+pub mod winding;
 
 pub use edges::Topology;
 pub use vector::{cross, dot, len, shape, sub};
