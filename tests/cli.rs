@@ -285,7 +285,16 @@ fn check_times_go_to_stderr_and_leave_the_report_alone() {
     assert_eq!(strip(&plain), strip(&timed));
     assert!(String::from_utf8_lossy(&plain.stderr).lines().all(|l| !l.starts_with("check ")));
     let err = String::from_utf8_lossy(&timed.stderr);
+    // "STEP 12.3 ms (4.5..16.8)": its wall time, and when it started and
+    // ended (ms from the start of the load), the end no earlier than the
+    // start and the span the wall time.
     for step in ["load ", "shared data (welded world mesh) ", "check GEO-002 ", "check UV-005 "] {
-        assert!(err.lines().any(|l| l.starts_with(step) && l.ends_with(" ms")), "no {step:?} line in {err}");
+        let line = err.lines().find(|l| l.starts_with(step)).unwrap_or_else(|| panic!("no {step:?} line in {err}"));
+        let rest = &line[step.len()..];
+        let (ms, span) = rest.split_once(" ms (").unwrap_or_else(|| panic!("{line:?}"));
+        let (from, to) = span.strip_suffix(')').and_then(|s| s.split_once("..")).unwrap_or_else(|| panic!("{line:?}"));
+        let [ms, from, to] = [ms, from, to].map(|x| x.parse::<f64>().unwrap_or_else(|_| panic!("{line:?}")));
+        assert!(from >= 0.0 && to >= from && (to - from - ms).abs() <= 0.2, "{line:?}");
     }
+    assert!(err.lines().any(|l| l.starts_with("load ") && l.contains(" ms (0.0..")), "the load starts the clock: {err}");
 }
