@@ -296,7 +296,7 @@ fn shell_boxes(t: &crate::geom::mesh::Topology) -> (Vec<Aabb>, Aabb) {
             let s = t.shell[ti];
             if s != u32::MAX {
                 for &v in &t.triangles[ti] {
-                    boxes[s as usize].add(t.vertices[v as usize]);
+                    boxes[s as usize].add(t.vertices.get(v));
                 }
             }
         }

@@ -67,7 +67,7 @@ pub fn quad_reconstructibility(cx: &Ctx<'_>) -> CheckOutput {
     };
     let t = &w.topology;
     let degenerate = degenerate_flags(w, &cx.asset.scene, cx.profile.get(&WELD_TOLERANCE));
-    let p = |i: u32| t.vertices[i as usize];
+    let p = |i: u32| t.vertices.get(i);
     // Limits as cosines, so no trigonometry per edge.
     let planar = QUAD_MAX_FACE_ANGLE_DEG.to_radians().cos();
     let corner = (90.0 - QUAD_CORNER_TOLERANCE_DEG).to_radians().cos();
@@ -122,9 +122,18 @@ pub fn quad_reconstructibility(cx: &Ctx<'_>) -> CheckOutput {
     let runs: Vec<Vec<[u32; 3]>> = (0..t.edges.len().div_ceil(RUN))
         .into_par_iter()
         .map(|r| {
-            let mut out: Vec<[u32; 3]> = (r * RUN..((r + 1) * RUN).min(t.edges.len()))
+            // In slices walked in order ([`Edges::range`] reads each
+            // edge's smaller vertex along), on the thread pool.
+            const SLICE: usize = 4096;
+            let end = ((r + 1) * RUN).min(t.edges.len());
+            let mut out: Vec<[u32; 3]> = (r * RUN..end)
+                .step_by(SLICE)
+                .collect::<Vec<usize>>()
                 .into_par_iter()
-                .filter_map(|ei| candidate(ei, t.edges.get(ei)))
+                .flat_map_iter(|s| {
+                    let slice = s..(s + SLICE).min(end);
+                    slice.clone().zip(t.edges.range(slice)).filter_map(|(ei, e)| candidate(ei, e))
+                })
                 .collect();
             out.par_sort_unstable_by_key(key);
             out
@@ -133,7 +142,7 @@ pub fn quad_reconstructibility(cx: &Ctx<'_>) -> CheckOutput {
     let mut paired = vec![false; t.triangles.len()];
     let mut quads = 0u64;
     let mut take = |c: &[u32; 3]| {
-        let f = t.faces(t.edges.get(c[2] as usize));
+        let f = t.faces_of(c[2] as usize);
         let (x, y) = (f[0].tri() as usize, f[1].tri() as usize);
         if !paired[x] && !paired[y] {
             paired[x] = true;
@@ -352,7 +361,7 @@ pub fn hard_edges(cx: &Ctx<'_>) -> CheckOutput {
             // Inconsistent winding: compare the faces as if wound alike.
             n2 = [-n2[0], -n2[1], -n2[2]];
         }
-        let l = len(sub(t.vertices[e.a as usize], t.vertices[e.b as usize]));
+        let l = len(sub(t.vertices.get(e.a), t.vertices.get(e.b)));
         total_len += l;
         // Unit normals: the angle is at least hard_angle when the cosine is at most its cosine.
         if n1 != [0.0; 3] && n2 != [0.0; 3] && dot(n1, n2) <= hard_cos + 1e-12 {

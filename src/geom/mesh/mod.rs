@@ -12,6 +12,8 @@
 //!   by sorting 64-bit keys (n log n), shells by union-find, winding by a
 //!   breadth-first walk over manifold edges. Results do not depend on
 //!   triangle or vertex order.
+//! - [`vertices`]: the welded vertices' positions, in `f32` where that
+//!   holds them bit for bit.
 //! - [`vector`]: cross, dot, length, normals and triangle shape.
 //! - [`hash`]: the fast hasher and map for integer keys both passes use.
 //! - [`fuzz`]: the geometry fuzz target's body.
@@ -23,7 +25,9 @@ pub mod edges;
 pub mod fuzz;
 pub mod hash;
 pub mod vector;
+pub mod vertices;
 pub mod weld;
 
 pub use edges::Topology;
 pub use vector::{cross, dot, len, shape, sub};
+pub use vertices::Vertices;
