@@ -9,6 +9,7 @@
 //! Results do not depend on triangle or vertex order.
 
 use super::hash::FxMap;
+use super::labels::ShellLabels;
 use super::vector::normal;
 use super::vertices::Vertices;
 use super::weld::{Welded, weld_report};
@@ -194,8 +195,10 @@ pub struct Topology {
     pub edges: Edges,
     /// Faces of each edge (see [`Edge::start`]).
     pub edge_faces: Vec<Face>,
-    /// Shell (edge-connected component) of each triangle; `u32::MAX` for collapsed ones.
-    pub shell: Vec<u32>,
+    /// Shell (edge-connected component) of each triangle;
+    /// [`ShellLabels::NONE`] for collapsed ones. 2 bytes a triangle below
+    /// 65,535 shells.
+    pub shell: ShellLabels,
     /// Number of shells.
     pub shell_count: usize,
     /// The triangles that disagree with their majority winding (see
@@ -421,8 +424,8 @@ impl Topology {
     /// Triangles in each shell.
     pub fn shell_sizes(&self) -> Vec<u64> {
         let mut sizes = vec![0u64; self.shell_count];
-        for &s in &self.shell {
-            if s != u32::MAX {
+        for s in self.shell.iter() {
+            if s != ShellLabels::NONE {
                 sizes[s as usize] += 1;
             }
         }
@@ -612,8 +615,8 @@ fn welded_vertices(points: &[[f64; 3]], tol: f64) -> (Vertices, Vec<u32>, bool) 
 
 /// Shells: triangles joined across every edge they share (union-find),
 /// labelled in order of their lowest triangle; collapsed triangles get
-/// `u32::MAX`.
-fn shells(collapsed: &[bool], edges: &Edges, edge_faces: &[Face]) -> (Vec<u32>, usize) {
+/// [`ShellLabels::NONE`].
+fn shells(collapsed: &[bool], edges: &Edges, edge_faces: &[Face]) -> (ShellLabels, usize) {
     let n = collapsed.len();
     let mut uf = UnionFind::new(n);
     for e in edges {
@@ -639,7 +642,8 @@ fn shells(collapsed: &[bool], edges: &Edges, edge_faces: &[Face]) -> (Vec<u32>, 
         }
         shell[ti] = shell[r];
     }
-    (shell, shell_count)
+    drop(uf);
+    (ShellLabels::new(shell, shell_count), shell_count)
 }
 
 /// Orientation bits from a walk over manifold edges: two triangles sharing
