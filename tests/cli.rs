@@ -296,5 +296,8 @@ fn check_times_go_to_stderr_and_leave_the_report_alone() {
         let [ms, from, to] = [ms, from, to].map(|x| x.parse::<f64>().unwrap_or_else(|_| panic!("{line:?}")));
         assert!(from >= 0.0 && to >= from && (to - from - ms).abs() <= 0.2, "{line:?}");
     }
-    assert!(err.lines().any(|l| l.starts_with("load ") && l.contains(" ms (0.0..")), "the load starts the clock: {err}");
+    assert!(
+        err.lines().any(|l| l.starts_with("load ") && l.contains(" ms (0.0..")),
+        "the load starts the clock: {err}"
+    );
 }

@@ -6,7 +6,7 @@ use super::{CheckDef, Family, LOC, LOC_TOTAL, Needs, WELD_TOLERANCE};
 use super::{CheckOutput, Comparison, Ctx, Obj, count, measured, short};
 use crate::asset::scene::{Scene, WorldMesh};
 use crate::geom::mat4::Aabb;
-use crate::geom::mesh::shape;
+use crate::geom::mesh::{ShellLabels, shape};
 use crate::profile::Param;
 use crate::report::Severity;
 use rayon::prelude::*;
@@ -91,7 +91,7 @@ pub fn open_boundaries(cx: &Ctx<'_>) -> CheckOutput {
     let non_manifold = t.edges.iter().filter(|e| e.count > 2).count() as u64;
     let mut open = BTreeSet::new();
     for &f in &boundary {
-        open.insert(t.shell[f as usize]);
+        open.insert(t.shell.get(f as usize));
     }
     let loops = t.boundary_loops() as u64;
     let max = cx.profile.get(&MAX_BOUNDARY_EDGES);
@@ -293,10 +293,10 @@ fn shell_boxes(t: &crate::geom::mesh::Topology) -> (Vec<Aabb>, Aabb) {
     let boxes_of = |range: std::ops::Range<usize>| {
         let mut boxes = vec![Aabb::empty(); t.shell_count];
         for ti in range {
-            let s = t.shell[ti];
-            if s != u32::MAX {
+            let s = t.shell.get(ti);
+            if s != ShellLabels::NONE {
                 for &v in &t.triangles[ti] {
-                    boxes[s as usize].add(t.vertices[v as usize]);
+                    boxes[s as usize].add(t.vertices.get(v));
                 }
             }
         }
@@ -417,7 +417,7 @@ pub fn floating_debris(cx: &Ctx<'_>) -> CheckOutput {
         v
     };
     let tris = (0..t.triangles.len() as u32)
-        .filter(|&x| t.shell[x as usize] != u32::MAX && is_debris[t.shell[x as usize] as usize]);
+        .filter(|&x| t.shell.get(x as usize) != ShellLabels::NONE && is_debris[t.shell.get(x as usize) as usize]);
     let locations = primitive_pointers(cx, w, tris);
     let max = cx.profile.get(&MAX_DEBRIS_SHELLS);
     measured(

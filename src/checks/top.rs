@@ -67,17 +67,18 @@ pub fn quad_reconstructibility(cx: &Ctx<'_>) -> CheckOutput {
     };
     let t = &w.topology;
     let degenerate = degenerate_flags(w, &cx.asset.scene, cx.profile.get(&WELD_TOLERANCE));
-    let p = |i: u32| t.vertices[i as usize];
+    let p = |i: u32| t.vertices.get(i);
+    // Edges are read in runs of this many (a candidate names its edge by
+    // its offset in its run, in 16 bits).
+    const RUN: usize = 1 << 16;
     // Limits as cosines, so no trigonometry per edge.
     let planar = QUAD_MAX_FACE_ANGLE_DEG.to_radians().cos();
     let corner = (90.0 - QUAD_CORNER_TOLERANCE_DEG).to_radians().cos();
-    // Candidate pairs over manifold, consistently wound edges: (score, edge);
-    // the score is the sum of |cos| of the four corners (0 = square). A
-    // candidate is packed in 12 bytes, [score's high bits, score's low bits,
-    // the edge's first face], which orders as (score, edge) does: an edge's
-    // first face grows with the edge's index. Taking a candidate then reads
-    // its two faces where they lie, not the edge first (one cache miss
-    // instead of two, in the greedy pass's random order).
+    // Candidate pairs over manifold, consistently wound edges: (score, edge
+    // index); the score is the sum of |cos| of the four corners (0 = square).
+    // Edges are taken in runs of 2^16, so a candidate is packed in 10 bytes,
+    // [the score's bits, high first, in four parts, the edge's offset in its
+    // run], which orders as (score, edge) does within a run.
     //
     // Every test is a pure predicate of the pair, so their order does not
     // change which pairs are candidates; the cheapest and most selective
@@ -85,7 +86,7 @@ pub fn quad_reconstructibility(cx: &Ctx<'_>) -> CheckOutput {
     // edges of a quad-dominant mesh (a quad's sides, not its diagonal) the
     // two triangles make a rhombus whose first corners are out of range,
     // and such an edge costs no normal.
-    let candidate = |e: crate::geom::mesh::edges::Edge| -> Option<[u32; 3]> {
+    let candidate = |ei: usize, e: crate::geom::mesh::edges::Edge| -> Option<[u16; 5]> {
         if e.count != 2 {
             return None;
         }
@@ -121,49 +122,73 @@ pub fn quad_reconstructibility(cx: &Ctx<'_>) -> CheckOutput {
         // A score is a sum of absolute values (finite: a NaN corner fails
         // the corner test), so its bits order as the number does.
         let bits = f64::to_bits(score);
-        Some([(bits >> 32) as u32, bits as u32, e.start])
+        Some([(bits >> 48) as u16, (bits >> 32) as u16, (bits >> 16) as u16, bits as u16, (ei % RUN) as u16])
     };
     // Edges in runs on the thread pool, each run's candidates sorted; the
     // runs are then merged, best quads first, ties by edge order (sorted
     // keys), so the result is order-free. (One list of every candidate,
-    // joined from the runs' lists and sorted, was held twice.)
-    const RUN: usize = 1 << 18;
-    // Compared as (score bits, edge): two integers, not three.
-    let key = |c: &[u32; 3]| (((c[0] as u64) << 32) | c[1] as u64, c[2]);
-    let runs: Vec<Vec<[u32; 3]>> = (0..t.edges.len().div_ceil(RUN))
+    // joined from the runs' lists and sorted, was held twice; a candidate
+    // holding its whole edge index took 12 bytes.)
+    // Compared as (score bits, edge offset): two integers, not five.
+    let key = |c: &[u16; 5]| {
+        let bits = c[..4].iter().fold(0u64, |k, &part| (k << 16) | u64::from(part));
+        (bits, c[4])
+    };
+    let runs: Vec<Vec<[u16; 5]>> = (0..t.edges.len().div_ceil(RUN))
         .into_par_iter()
         .map(|r| {
-            let mut out: Vec<[u32; 3]> = (r * RUN..((r + 1) * RUN).min(t.edges.len()))
+            // In slices walked in order ([`Edges::range`] reads each
+            // edge's smaller vertex along), on the thread pool.
+            const SLICE: usize = 4096;
+            let end = ((r + 1) * RUN).min(t.edges.len());
+            let mut out: Vec<[u16; 5]> = (r * RUN..end)
+                .step_by(SLICE)
+                .collect::<Vec<usize>>()
                 .into_par_iter()
-                .filter_map(|ei| candidate(t.edges.get(ei)))
+                .flat_map_iter(|s| {
+                    let slice = s..(s + SLICE).min(end);
+                    slice.clone().zip(t.edges.range(slice)).filter_map(|(ei, e)| candidate(ei, e))
+                })
                 .collect();
             out.par_sort_unstable_by_key(key);
             out
         })
         .collect();
-    let mut paired = vec![false; t.triangles.len()];
+    // Whether each triangle is in a quad already, a bit each.
+    let mut paired = vec![0u64; t.triangles.len().div_ceil(64)];
     let mut quads = 0u64;
-    let mut take = |c: &[u32; 3]| {
-        let f = &t.edge_faces[c[2] as usize..c[2] as usize + 2];
+    let mut take = |r: usize, c: &[u16; 5]| {
+        let f = t.faces_of(r * RUN + c[4] as usize);
         let (x, y) = (f[0].tri() as usize, f[1].tri() as usize);
-        if !paired[x] && !paired[y] {
-            paired[x] = true;
-            paired[y] = true;
+        let bit = |i: usize| (i / 64, 1u64 << (i % 64));
+        let ((xw, xb), (yw, yb)) = (bit(x), bit(y));
+        if paired[xw] & xb == 0 && paired[yw] & yb == 0 {
+            paired[xw] |= xb;
+            paired[yw] |= yb;
             quads += 1;
         }
     };
     if let [only] = &runs[..] {
-        only.iter().for_each(&mut take);
+        only.iter().for_each(|c| take(0, c));
     } else {
-        // A k-way merge: each run's next candidate in a heap, smallest first.
-        let mut next: std::collections::BinaryHeap<std::cmp::Reverse<((u64, u32), usize)>> =
-            runs.iter().enumerate().filter_map(|(r, run)| Some(std::cmp::Reverse((key(run.first()?), r)))).collect();
+        // A k-way merge: each run's next candidate in a heap, smallest
+        // first; between runs, ties of score go to the earlier run, whose
+        // edges come first.
+        let mut next: std::collections::BinaryHeap<std::cmp::Reverse<(u64, usize, u16)>> = runs
+            .iter()
+            .enumerate()
+            .filter_map(|(r, run)| {
+                let (score, at) = key(run.first()?);
+                Some(std::cmp::Reverse((score, r, at)))
+            })
+            .collect();
         let mut at = vec![0usize; runs.len()];
-        while let Some(std::cmp::Reverse((_, r))) = next.pop() {
-            take(&runs[r][at[r]]);
+        while let Some(std::cmp::Reverse((_, r, _))) = next.pop() {
+            take(r, &runs[r][at[r]]);
             at[r] += 1;
             if let Some(n) = runs[r].get(at[r]) {
-                next.push(std::cmp::Reverse((key(n), r)));
+                let (score, offset) = key(n);
+                next.push(std::cmp::Reverse((score, r, offset)));
             }
         }
     }
@@ -363,7 +388,7 @@ pub fn hard_edges(cx: &Ctx<'_>) -> CheckOutput {
             // Inconsistent winding: compare the faces as if wound alike.
             n2 = [-n2[0], -n2[1], -n2[2]];
         }
-        let l = len(sub(t.vertices[e.a as usize], t.vertices[e.b as usize]));
+        let l = len(sub(t.vertices.get(e.a), t.vertices.get(e.b)));
         total_len += l;
         // Unit normals: the angle is at least hard_angle when the cosine is at most its cosine.
         if n1 != [0.0; 3] && n2 != [0.0; 3] && dot(n1, n2) <= hard_cos + 1e-12 {

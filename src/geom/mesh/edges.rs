@@ -10,7 +10,9 @@
 //! Results do not depend on triangle or vertex order.
 
 use super::hash::FxMap;
+use super::labels::ShellLabels;
 use super::vector::normal;
+use super::vertices::Vertices;
 use super::weld::{Welded, weld_report};
 use crate::geom::unionfind::UnionFind;
 use rayon::prelude::*;
@@ -55,13 +57,18 @@ impl Face {
     }
 }
 
-/// The edges of a welded mesh, sorted by key, in 12 bytes each: an edge's
-/// faces run up to the next edge's first face, so its face count is not
-/// stored. Read as [`Edge`] values.
+/// The edges of a welded mesh, sorted by key, in 8 bytes each and 4 a
+/// vertex: an edge's smaller vertex is not stored but read from the index
+/// of every vertex's first edge (its edges are a run, the edges being
+/// sorted by it), and its face count is the distance to the next edge's
+/// first face. Read as [`Edge`] values.
 #[derive(Debug, Clone, Default)]
 pub struct Edges {
-    /// (a, b, start) of every edge.
-    ends: Vec<[u32; 3]>,
+    /// The index of the first edge of every smaller vertex `0..nv`, and
+    /// the edge count last (`nv + 1` entries).
+    first: Vec<u32>,
+    /// (b, start) of every edge.
+    ends: Vec<[u32; 2]>,
     /// Faces of all edges (the end of the last edge's).
     faces: u32,
 }
@@ -75,45 +82,59 @@ impl Edges {
     pub fn is_empty(&self) -> bool {
         self.ends.is_empty()
     }
-    /// Edge `i`.
+    /// The smaller vertex of edge `i` (a binary search of the first edges).
+    #[inline]
+    fn smaller(&self, i: usize) -> u32 {
+        (self.first.partition_point(|&f| f as usize <= i) - 1) as u32
+    }
+    /// Edge `i`'s faces, as indices into `Topology::edge_faces` (what
+    /// [`Edges::get`] gives, without finding its smaller vertex).
+    #[inline]
+    pub fn span(&self, i: usize) -> std::ops::Range<usize> {
+        let start = self.ends[i][1];
+        let end = self.ends.get(i + 1).map_or(self.faces, |n| n[1]);
+        start as usize..end as usize
+    }
+    /// Edge `i`. Its smaller vertex is found by a binary search: a loop
+    /// over many edges reads them through [`Edges::iter`] or
+    /// [`Edges::range`], which walk the vertices along.
     #[inline]
     pub fn get(&self, i: usize) -> Edge {
-        let [a, b, start] = self.ends[i];
-        let end = self.ends.get(i + 1).map_or(self.faces, |n| n[2]);
+        self.edge(self.smaller(i), i)
+    }
+    /// Edge `i`, given its smaller vertex `a`.
+    #[inline]
+    fn edge(&self, a: u32, i: usize) -> Edge {
+        let [b, start] = self.ends[i];
+        let end = self.ends.get(i + 1).map_or(self.faces, |n| n[1]);
         Edge { a, b, start, count: end - start }
     }
     /// Every edge, in order.
     pub fn iter(&self) -> EdgeIter<'_> {
-        EdgeIter { edges: self, next: 0 }
+        self.range(0..self.len())
+    }
+    /// The edges `range`, in order (one binary search for the first).
+    pub fn range(&self, range: std::ops::Range<usize>) -> EdgeIter<'_> {
+        let a = if range.start < range.end { self.smaller(range.start) } else { 0 };
+        EdgeIter { edges: self, next: range.start, end: range.end, a }
     }
     /// The index of the first edge of every smaller vertex `0..nv`, and
     /// the edge count last (`nv + 1` entries): vertex `a`'s edges are
     /// `first[a]..first[a + 1]`, sorted by their larger vertex.
-    pub fn first_edges(&self, nv: usize) -> Vec<u32> {
-        let mut first = vec![0u32; nv + 1];
-        for &[a, _, _] in &self.ends {
-            first[a as usize + 1] += 1;
-        }
-        for i in 0..nv {
-            first[i + 1] += first[i];
-        }
-        first
+    pub fn first_edges(&self) -> &[u32] {
+        &self.first
     }
     /// The index of the edge between `u` and `v`, by a binary search of
-    /// the smaller one's edges (`first` from [`Edges::first_edges`]).
+    /// the smaller one's edges.
     ///
     /// # Panics
     ///
     /// When there is no such edge.
-    pub fn find(&self, first: &[u32], u: u32, v: u32) -> usize {
+    pub fn find(&self, u: u32, v: u32) -> usize {
         let (lo, hi) = (u.min(v), u.max(v));
-        let from = first[lo as usize] as usize;
-        let bucket = &self.ends[from..first[lo as usize + 1] as usize];
-        from + bucket.binary_search_by_key(&hi, |e| e[1]).expect("the edge is in the map")
-    }
-    /// Every edge with its index, on the thread pool.
-    pub fn par_iter(&self) -> impl IndexedParallelIterator<Item = (usize, Edge)> + '_ {
-        (0..self.ends.len()).into_par_iter().map(|i| (i, self.get(i)))
+        let from = self.first[lo as usize] as usize;
+        let bucket = &self.ends[from..self.first[lo as usize + 1] as usize];
+        from + bucket.binary_search_by_key(&hi, |e| e[0]).expect("the edge is in the map")
     }
 }
 
@@ -125,24 +146,35 @@ impl<'a> IntoIterator for &'a Edges {
     }
 }
 
-/// [`Edges::iter`]: every edge in order, read as [`Edge`] values (a plain
-/// struct, so that loops over millions of edges inline `next`).
+/// [`Edges::iter`] and [`Edges::range`]: edges in order, read as [`Edge`]
+/// values (a plain struct, so that loops over millions of edges inline
+/// `next`), the smaller vertex walked along with them.
 #[derive(Debug, Clone)]
 pub struct EdgeIter<'a> {
     edges: &'a Edges,
     next: usize,
+    end: usize,
+    /// The smaller vertex of edge `next`, or one before it.
+    a: u32,
 }
 
 impl Iterator for EdgeIter<'_> {
     type Item = Edge;
     #[inline]
     fn next(&mut self) -> Option<Edge> {
-        let e = (self.next < self.edges.len()).then(|| self.edges.get(self.next));
-        self.next += usize::from(e.is_some());
-        e
+        if self.next >= self.end {
+            return None;
+        }
+        let first = &self.edges.first;
+        while first[self.a as usize + 1] as usize <= self.next {
+            self.a += 1;
+        }
+        let e = self.edges.edge(self.a, self.next);
+        self.next += 1;
+        Some(e)
     }
     fn size_hint(&self) -> (usize, Option<usize>) {
-        let left = self.edges.len() - self.next;
+        let left = self.end - self.next;
         (left, Some(left))
     }
 }
@@ -152,8 +184,9 @@ impl ExactSizeIterator for EdgeIter<'_> {}
 /// The welded mesh and everything derived from its edge map.
 #[derive(Debug, Clone, Default)]
 pub struct Topology {
-    /// Welded vertex positions (the first point of each welded group).
-    pub vertices: Vec<[f64; 3]>,
+    /// Welded vertex positions (the first point of each welded group), in
+    /// 12 bytes a vertex where `f32` holds them exactly.
+    pub vertices: Vertices,
     /// Every input triangle, in welded indices (collapsed ones included).
     pub triangles: Vec<[u32; 3]>,
     /// Whether a triangle collapsed (a repeated welded index); such
@@ -163,8 +196,10 @@ pub struct Topology {
     pub edges: Edges,
     /// Faces of each edge (see [`Edge::start`]).
     pub edge_faces: Vec<Face>,
-    /// Shell (edge-connected component) of each triangle; `u32::MAX` for collapsed ones.
-    pub shell: Vec<u32>,
+    /// Shell (edge-connected component) of each triangle;
+    /// [`ShellLabels::NONE`] for collapsed ones. 2 bytes a triangle below
+    /// 65,535 shells.
+    pub shell: ShellLabels,
     /// Number of shells.
     pub shell_count: usize,
     /// The triangles that disagree with their majority winding (see
@@ -204,7 +239,7 @@ impl Topology {
     }
 
     /// Builds the edge map, shells and winding for already-welded triangles.
-    pub fn from_welded(vertices: Vec<[f64; 3]>, triangles: Vec<[u32; 3]>) -> Topology {
+    pub fn from_welded(vertices: Vertices, triangles: Vec<[u32; 3]>) -> Topology {
         let collapsed: Vec<bool> = triangles.iter().map(|t| t[0] == t[1] || t[1] == t[2] || t[0] == t[2]).collect();
         // Directed edges bucketed by their smaller vertex (a counting sort,
         // linear), then each small bucket sorted by (larger vertex, triangle):
@@ -308,30 +343,39 @@ impl Topology {
                 n
             })
             .collect();
-        let mut ends = vec![[0u32; 3]; per_chunk.iter().sum()];
+        // Each chunk also counts its vertices' edges into `first` (shifted
+        // by one), summed into the first edge of every vertex after.
+        let mut ends = vec![[0u32; 2]; per_chunk.iter().sum()];
+        let mut first = vec![0u32; nv + 1];
         let mut slots = Vec::with_capacity(starts.len());
-        let mut rest = &mut ends[..];
+        let (mut rest, mut rest_first) = (&mut ends[..], &mut first[1..]);
         for (&s, &n) in starts.iter().zip(&per_chunk) {
             let (head, tail) = rest.split_at_mut(n);
-            slots.push((s, head));
+            let (head_first, tail_first) = rest_first.split_at_mut((s + CHUNK).min(nv) - s);
+            slots.push((s, head, head_first));
             rest = tail;
+            rest_first = tail_first;
         }
-        slots.into_par_iter().for_each(|(s, out)| {
+        slots.into_par_iter().for_each(|(s, out, counts)| {
             let mut k = 0;
             for lo in s..(s + CHUNK).min(nv) {
                 runs(sorted, &offset, lo, |e| {
-                    out[k] = [e.a, e.b, e.start];
+                    out[k] = [e.b, e.start];
+                    counts[lo - s] += 1;
                     k += 1;
                 });
             }
         });
+        for i in 0..nv {
+            first[i + 1] += first[i];
+        }
         drop(hi);
         drop(offset);
-        let edges = Edges { ends, faces: edge_faces.len() as u32 };
+        let edges = Edges { first, ends, faces: edge_faces.len() as u32 };
         // Shells and winding are independent: they run side by side.
         let ((shell, shell_count), flipped) = rayon::join(
             || shells(&collapsed, &edges, &edge_faces),
-            || winding(&triangles, nv, &collapsed, &edges, &edge_faces),
+            || winding(&triangles, &collapsed, &edges, &edge_faces),
         );
         Topology { vertices, triangles, collapsed, edges, edge_faces, shell, shell_count, flipped, exact_weld: true }
     }
@@ -339,6 +383,12 @@ impl Topology {
     /// Faces of an edge.
     pub fn faces(&self, e: Edge) -> &[Face] {
         &self.edge_faces[e.start as usize..(e.start + e.count) as usize]
+    }
+
+    /// Faces of edge `i` (without reading its smaller vertex).
+    #[inline]
+    pub fn faces_of(&self, i: usize) -> &[Face] {
+        &self.edge_faces[self.edges.span(i)]
     }
 
     /// Edges used by exactly one triangle.
@@ -375,8 +425,8 @@ impl Topology {
     /// Triangles in each shell.
     pub fn shell_sizes(&self) -> Vec<u64> {
         let mut sizes = vec![0u64; self.shell_count];
-        for &s in &self.shell {
-            if s != u32::MAX {
+        for s in self.shell.iter() {
+            if s != ShellLabels::NONE {
                 sizes[s as usize] += 1;
             }
         }
@@ -395,8 +445,8 @@ impl Topology {
     /// reaches fewer than all of them. Where every edge at the vertex has at
     /// most two faces, a fan is a chain or a ring and the walk needs no
     /// record of where it has been; otherwise it is a breadth-first search
-    /// over a set of the vertex's triangles. It holds 12 bytes a vertex (a
-    /// union-find over every triangle corner held 15 bytes a corner, 45 a
+    /// over a set of the vertex's triangles. It holds 8 bytes a vertex (the
+    /// first edge of each is the edge map's own; a union-find over every triangle corner held 15 bytes a corner, 45 a
     /// triangle, beside the mesh; `fans_by_corners` in the tests is that
     /// method, kept as the oracle).
     pub fn non_manifold_vertices(&self) -> Vec<u32> {
@@ -414,19 +464,18 @@ impl Topology {
                 }
             }
         }
-        let first = self.edges.first_edges(nv);
         (0..nv as u32)
             .into_par_iter()
             .filter(|&v| {
                 let n = corners[v as usize];
-                n > 1 && self.fan_size(&first, v, start[v as usize], n) < n
+                n > 1 && self.fan_size(v, start[v as usize], n) < n
             })
             .collect()
     }
 
     /// The triangles in the fan of `from` at vertex `v` (at most `of`, the
     /// triangles at `v`), walked across `v`'s edges.
-    fn fan_size(&self, first: &[u32], v: u32, from: u32, of: u32) -> u32 {
+    fn fan_size(&self, v: u32, from: u32, of: u32) -> u32 {
         // The vertex of `t` other than `v` and `w`.
         let third = |t: u32, w: u32| -> u32 {
             let tri = self.triangles[t as usize];
@@ -438,7 +487,7 @@ impl Topology {
                 tri[2]
             }
         };
-        let faces_at = |w: u32| self.faces(self.edges.get(self.edges.find(first, v, w)));
+        let faces_at = |w: u32| self.faces_of(self.edges.find(v, w));
         // A chain or ring: walk away from `from` across each of its two
         // edges at `v` in turn, counting the triangles passed, until the
         // walk comes back round (a ring) or reaches a boundary edge.
@@ -450,7 +499,7 @@ impl Topology {
             loop {
                 let faces = faces_at(across);
                 if faces.len() > 2 {
-                    return self.fan_size_searched(first, v, from, of);
+                    return self.fan_size_searched(v, from, of);
                 }
                 if faces.len() < 2 {
                     break;
@@ -472,14 +521,14 @@ impl Topology {
     /// [`Topology::fan_size`] by a breadth-first search, for a vertex with
     /// an edge of three or more faces: every face of such an edge is in
     /// the fan of any other.
-    fn fan_size_searched(&self, first: &[u32], v: u32, from: u32, of: u32) -> u32 {
+    fn fan_size_searched(&self, v: u32, from: u32, of: u32) -> u32 {
         let mut seen: std::collections::HashSet<u32, std::hash::BuildHasherDefault<super::hash::FxHasher>> =
             Default::default();
         seen.insert(from);
         let mut queue = vec![from];
         while let Some(t) = queue.pop() {
             for &w in self.triangles[t as usize].iter().filter(|&&w| w != v) {
-                for f in self.faces(self.edges.get(self.edges.find(first, v, w))) {
+                for f in self.faces_of(self.edges.find(v, w)) {
                     if seen.insert(f.tri()) {
                         queue.push(f.tri());
                     }
@@ -552,30 +601,23 @@ impl Topology {
     pub fn normal(&self, t: u32) -> [f64; 3] {
         let [a, b, c] = self.triangles[t as usize];
         let v = &self.vertices;
-        normal(v[a as usize], v[b as usize], v[c as usize])
+        normal(v.get(a), v.get(b), v.get(c))
     }
 }
 
 /// The weld of `points` at `tol`: each welded vertex's position (the first
 /// point of its group), every point's welded index, and whether the weld
 /// was exact.
-fn welded_vertices(points: &[[f64; 3]], tol: f64) -> (Vec<[f64; 3]>, Vec<u32>, bool) {
+fn welded_vertices(points: &[[f64; 3]], tol: f64) -> (Vertices, Vec<u32>, bool) {
     let Welded { labels, count, exact } = weld_report(points, tol);
-    let mut vertices = vec![[0.0; 3]; count];
-    let mut seen = vec![false; count];
-    for (i, &w) in labels.iter().enumerate() {
-        if !seen[w as usize] {
-            seen[w as usize] = true;
-            vertices[w as usize] = points[i];
-        }
-    }
+    let vertices = Vertices::first_of_groups(points, &labels, count);
     (vertices, labels, exact)
 }
 
 /// Shells: triangles joined across every edge they share (union-find),
 /// labelled in order of their lowest triangle; collapsed triangles get
-/// `u32::MAX`.
-fn shells(collapsed: &[bool], edges: &Edges, edge_faces: &[Face]) -> (Vec<u32>, usize) {
+/// [`ShellLabels::NONE`].
+fn shells(collapsed: &[bool], edges: &Edges, edge_faces: &[Face]) -> (ShellLabels, usize) {
     let n = collapsed.len();
     let mut uf = UnionFind::new(n);
     for e in edges {
@@ -601,7 +643,8 @@ fn shells(collapsed: &[bool], edges: &Edges, edge_faces: &[Face]) -> (Vec<u32>, 
         }
         shell[ti] = shell[r];
     }
-    (shell, shell_count)
+    drop(uf);
+    (ShellLabels::new(shell, shell_count), shell_count)
 }
 
 /// The triangles that disagree with their patch's majority winding: by
@@ -609,38 +652,32 @@ fn shells(collapsed: &[bool], edges: &Edges, edge_faces: &[Face]) -> (Vec<u32>, 
 /// edge order), or by [`orient`]'s walk where a patch cannot be wound
 /// consistently (its classes then depend on the walk). The same triangles
 /// either way.
-fn winding(triangles: &[[u32; 3]], nv: usize, collapsed: &[bool], edges: &Edges, edge_faces: &[Face]) -> Vec<u32> {
+fn winding(triangles: &[[u32; 3]], collapsed: &[bool], edges: &Edges, edge_faces: &[Face]) -> Vec<u32> {
     let manifold = edges.iter().filter(|e| e.count == 2).map(|e| {
         let f = &edge_faces[e.start as usize..e.start as usize + 2];
         (f[0].tri(), f[1].tri(), f[0].forward() == f[1].forward())
     });
     super::winding::flipped(triangles.len(), collapsed, manifold)
-        .unwrap_or_else(|| orient(triangles, nv, collapsed, edges, edge_faces))
+        .unwrap_or_else(|| orient(triangles, collapsed, edges, edge_faces))
 }
 
 /// Orientation bits from a walk over manifold edges: two triangles sharing
 /// an edge agree when they traverse it in opposite directions. Each shell's
 /// walk starts from its lowest-numbered triangle.
-fn orient(triangles: &[[u32; 3]], nv: usize, collapsed: &[bool], edges: &Edges, edge_faces: &[Face]) -> Vec<u32> {
+fn orient(triangles: &[[u32; 3]], collapsed: &[bool], edges: &Edges, edge_faces: &[Face]) -> Vec<u32> {
     let n = triangles.len();
     // A triangle's neighbours across manifold edges are found through the
     // edge map, whose edges are sorted by (smaller vertex, larger vertex):
-    // the first edge of every smaller vertex (4 bytes a vertex) instead of a
-    // table of three neighbours a triangle (12 bytes a triangle). They are
-    // visited in edge order, as the table listed them, so the walk and the
-    // windings are the same.
-    let mut first = vec![0u32; nv + 1];
-    for &[a, _, _] in &edges.ends {
-        first[a as usize + 1] += 1;
-    }
-    for i in 0..nv {
-        first[i + 1] += first[i];
-    }
+    // the map's first edge of every smaller vertex instead of a table of
+    // three neighbours a triangle (12 bytes a triangle). They are visited in
+    // edge order, as the table listed them, so the walk and the windings are
+    // the same.
+    let first = edges.first_edges();
     let edge_of = |u: u32, v: u32| -> usize {
         let (lo, hi) = (u.min(v), u.max(v));
         let from = first[lo as usize] as usize;
         let to = first[lo as usize + 1] as usize;
-        from + edges.ends[from..to].iter().position(|e| e[1] == hi).expect("every edge of a triangle is in the map")
+        from + edges.ends[from..to].iter().position(|e| e[0] == hi).expect("every edge of a triangle is in the map")
     };
     // Neighbour `<< 1 | same direction` across each manifold edge of `t`, in edge order.
     let neighbours = |t: u32| -> ([u32; 3], usize) {
@@ -650,9 +687,9 @@ fn orient(triangles: &[[u32; 3]], nv: usize, collapsed: &[bool], edges: &Edges, 
         let mut out = [0u32; 3];
         let mut k = 0;
         for e in es {
-            let e = edges.get(e);
-            if e.count == 2 {
-                let f = &edge_faces[e.start as usize..e.start as usize + 2];
+            let span = edges.span(e);
+            if span.len() == 2 {
+                let f = &edge_faces[span];
                 let same = u32::from(f[0].forward() == f[1].forward());
                 let other = if f[0].tri() == t { f[1].tri() } else { f[0].tri() };
                 out[k] = (other << 1) | same;
@@ -684,7 +721,6 @@ fn orient(triangles: &[[u32; 3]], nv: usize, collapsed: &[bool], edges: &Edges, 
         }
         patches += 1;
     }
-    drop(first);
     // Per manifold patch (the part of a shell whose windings can be
     // compared across manifold edges), the smaller of the two orientation
     // classes is flipped; for a shell that is one patch, that is its

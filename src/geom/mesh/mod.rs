@@ -13,6 +13,9 @@
 //!   union-find with parity over manifold edges (a breadth-first walk where
 //!   a patch cannot be wound consistently). Results do not depend on
 //!   triangle or vertex order.
+//! - [`vertices`]: the welded vertices' positions, in `f32` where that
+//!   holds them bit for bit.
+//! - [`labels`]: every triangle's shell, in 2 bytes where that holds it.
 //! - [`vector`]: cross, dot, length, normals and triangle shape.
 //! - [`hash`]: the fast hasher and map for integer keys both passes use.
 //! - [`fuzz`]: the geometry fuzz target's body.
@@ -26,9 +29,13 @@
 pub mod edges;
 pub mod fuzz;
 pub mod hash;
+pub mod labels;
 pub mod vector;
+pub mod vertices;
 pub mod weld;
 pub mod winding;
 
 pub use edges::Topology;
+pub use labels::ShellLabels;
 pub use vector::{cross, dot, len, shape, sub};
+pub use vertices::Vertices;

@@ -74,8 +74,13 @@ pub fn uv_islands(meshes: &[UvMesh<'_>]) -> Islands {
 
     // Triangle corners as point ids ([u32::MAX; 3]: unusable), and edges
     // bucketed by their lower point id (counting sort), to be joined within
-    // each bucket by their higher id.
+    // each bucket by their higher id. Each array is freed once read: the
+    // point ids once the corners are made, the corners once the buckets are
+    // filled (which triangles are usable is kept in `island`), the buckets
+    // once joined; the union-find is made after the corners are freed.
     const NONE: [u32; 3] = [u32::MAX; 3];
+    // In `island` until the labelling: a usable triangle not labelled yet.
+    const USABLE: u32 = u32::MAX - 1;
     let total: usize = meshes.iter().map(|m| m.triangles.len()).sum();
     let mut corners: Vec<[u32; 3]> = Vec::with_capacity(total);
     let mut start = vec![0u32; points + 1];
@@ -94,15 +99,18 @@ pub fn uv_islands(meshes: &[UvMesh<'_>]) -> Islands {
             }
         }
     }
+    drop(point);
     for i in 0..points {
         start[i + 1] += start[i];
     }
     let mut fill = start.clone();
     let mut entries = vec![(0u32, 0u32); start[points] as usize];
+    let mut island = vec![u32::MAX; total];
     for (t, &c) in corners.iter().enumerate() {
         if c == NONE {
             continue;
         }
+        island[t] = USABLE;
         for (lo, hi) in edges_of(c) {
             if lo != hi {
                 let f = &mut fill[lo as usize];
@@ -112,6 +120,7 @@ pub fn uv_islands(meshes: &[UvMesh<'_>]) -> Islands {
         }
     }
     drop(fill);
+    drop(corners);
     let mut sets = UnionFind::new(total);
     for p in 0..points {
         let bucket = &mut entries[start[p] as usize..start[p + 1] as usize];
@@ -125,20 +134,24 @@ pub fn uv_islands(meshes: &[UvMesh<'_>]) -> Islands {
             }
         }
     }
+    drop(entries);
+    drop(start);
 
-    let mut id = vec![u32::MAX; total];
-    let mut island = vec![u32::MAX; total];
+    // An island's label is kept at its representative's slot until the
+    // walk reaches that triangle (which then takes the same label): no
+    // second array of labels. Unusable triangles are never joined, so none
+    // is a representative of another.
     let mut count = 0u32;
     for t in 0..total {
-        if corners[t] == NONE {
+        if island[t] == u32::MAX {
             continue;
         }
         let r = sets.find(t as u32) as usize;
-        if id[r] == u32::MAX {
-            id[r] = count;
+        if island[r] == USABLE {
+            island[r] = count;
             count += 1;
         }
-        island[t] = id[r];
+        island[t] = island[r];
     }
     Islands { island, count }
 }
