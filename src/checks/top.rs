@@ -157,15 +157,33 @@ pub fn quad_reconstructibility(cx: &Ctx<'_>) -> CheckOutput {
     // Whether each triangle is in a quad already, a bit each.
     let mut paired = vec![0u64; t.triangles.len().div_ceil(64)];
     let mut quads = 0u64;
+    // Candidates are taken in batches: a batch's faces are looked up first,
+    // in a loop whose loads do not wait on each other (in score order they
+    // land anywhere in the edge map, and the memory system serves them side
+    // by side), then the batch is taken in order, as one at a time would.
+    const BATCH: usize = 32;
+    let mut batch: Vec<usize> = Vec::with_capacity(BATCH);
+    let mut flush = |batch: &mut Vec<usize>| {
+        let mut pairs = [[0u32; 2]; BATCH];
+        for (pair, &ei) in pairs.iter_mut().zip(batch.iter()) {
+            let f = t.faces_of(ei);
+            *pair = [f[0].tri(), f[1].tri()];
+        }
+        for &[x, y] in &pairs[..batch.len()] {
+            let bit = |i: u32| (i as usize / 64, 1u64 << (i % 64));
+            let ((xw, xb), (yw, yb)) = (bit(x), bit(y));
+            if paired[xw] & xb == 0 && paired[yw] & yb == 0 {
+                paired[xw] |= xb;
+                paired[yw] |= yb;
+                quads += 1;
+            }
+        }
+        batch.clear();
+    };
     let mut take = |r: usize, c: &[u16; 5]| {
-        let f = t.faces_of(r * RUN + c[4] as usize);
-        let (x, y) = (f[0].tri() as usize, f[1].tri() as usize);
-        let bit = |i: usize| (i / 64, 1u64 << (i % 64));
-        let ((xw, xb), (yw, yb)) = (bit(x), bit(y));
-        if paired[xw] & xb == 0 && paired[yw] & yb == 0 {
-            paired[xw] |= xb;
-            paired[yw] |= yb;
-            quads += 1;
+        batch.push(r * RUN + c[4] as usize);
+        if batch.len() == BATCH {
+            flush(&mut batch);
         }
     };
     if let [only] = &runs[..] {
@@ -192,6 +210,7 @@ pub fn quad_reconstructibility(cx: &Ctx<'_>) -> CheckOutput {
             }
         }
     }
+    flush(&mut batch);
     let faces = t.collapsed.iter().filter(|c| !**c).count() as u64;
     let pct = if faces > 0 { 2.0 * quads as f64 / faces as f64 * 100.0 } else { 0.0 };
     measured(
