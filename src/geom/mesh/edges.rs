@@ -597,7 +597,7 @@ impl Topology {
     /// Computed on each call, not stored: the few checks that read normals
     /// read each a couple of times, and a stored array cost 24 bytes per
     /// triangle for the whole run.
-    #[inline]
+    #[inline(always)]
     pub fn normal(&self, t: u32) -> [f64; 3] {
         let [a, b, c] = self.triangles[t as usize];
         let v = &self.vertices;

@@ -66,7 +66,7 @@ impl Vertices {
     }
 
     /// Vertex `i`'s position.
-    #[inline]
+    #[inline(always)]
     pub fn get(&self, i: u32) -> [f64; 3] {
         match self {
             Vertices::Narrow(v) => v[i as usize].map(f64::from),
