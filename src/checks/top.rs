@@ -192,21 +192,15 @@ pub fn quad_reconstructibility(cx: &Ctx<'_>) -> CheckOutput {
         // A k-way merge: each run's next candidate in a heap, smallest
         // first; between runs, ties of score go to the earlier run, whose
         // edges come first.
-        let mut next: std::collections::BinaryHeap<std::cmp::Reverse<(u64, usize, u16)>> = runs
-            .iter()
-            .enumerate()
-            .filter_map(|(r, run)| {
-                let (score, at) = key(run.first()?);
-                Some(std::cmp::Reverse((score, r, at)))
-            })
-            .collect();
+        // A run has one entry at a time, so (score, run) orders them.
+        let mut next: std::collections::BinaryHeap<std::cmp::Reverse<(u64, usize)>> =
+            runs.iter().enumerate().filter_map(|(r, run)| Some(std::cmp::Reverse((key(run.first()?).0, r)))).collect();
         let mut at = vec![0usize; runs.len()];
-        while let Some(std::cmp::Reverse((_, r, _))) = next.pop() {
+        while let Some(std::cmp::Reverse((_, r))) = next.pop() {
             take(r, &runs[r][at[r]]);
             at[r] += 1;
             if let Some(n) = runs[r].get(at[r]) {
-                let (score, offset) = key(n);
-                next.push(std::cmp::Reverse((score, r, offset)));
+                next.push(std::cmp::Reverse((key(n).0, r)));
             }
         }
     }

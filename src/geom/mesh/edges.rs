@@ -87,20 +87,13 @@ impl Edges {
     fn smaller(&self, i: usize) -> u32 {
         (self.first.partition_point(|&f| f as usize <= i) - 1) as u32
     }
-    /// Edge `i`'s faces, as indices into `Topology::edge_faces` (what
-    /// [`Edges::get`] gives, without finding its smaller vertex).
+    /// Edge `i`'s faces, as indices into `Topology::edge_faces` (its
+    /// smaller vertex is not needed for them).
     #[inline]
     pub fn span(&self, i: usize) -> std::ops::Range<usize> {
         let start = self.ends[i][1];
         let end = self.ends.get(i + 1).map_or(self.faces, |n| n[1]);
         start as usize..end as usize
-    }
-    /// Edge `i`. Its smaller vertex is found by a binary search: a loop
-    /// over many edges reads them through [`Edges::iter`] or
-    /// [`Edges::range`], which walk the vertices along.
-    #[inline]
-    pub fn get(&self, i: usize) -> Edge {
-        self.edge(self.smaller(i), i)
     }
     /// Edge `i`, given its smaller vertex `a`.
     #[inline]
