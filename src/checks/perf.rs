@@ -377,23 +377,25 @@ pub fn vertex_size(root: &gltf::json::Root, p: &Primitive) -> usize {
     size.clamp(12, 256)
 }
 
-/// Unique vertices of a primitive over its decoded attributes (bitwise).
+/// Unique vertices of a primitive over its decoded attributes (bitwise):
+/// what meshopt_generateVertexRemapMulti counts with no index buffer.
 fn unique_vertices(p: &Primitive) -> usize {
+    use crate::geom::dedup::{Stream, distinct_vertices};
     let n = p.positions.len();
-    let mut streams = vec![meshopt::VertexStream::new(p.positions.as_ptr())];
+    let mut streams = vec![Stream::of(&p.positions)];
     if let Some(v) = p.normals.as_ref().filter(|v| v.len() == n) {
-        streams.push(meshopt::VertexStream::new(v.as_ptr()));
+        streams.push(Stream::of(v));
     }
     if let Some(v) = p.tangents.as_ref().filter(|v| v.len() == n) {
-        streams.push(meshopt::VertexStream::new(v.as_ptr()));
+        streams.push(Stream::of(v));
     }
     for v in p.uvs.iter().flatten().filter(|v| v.len() == n) {
-        streams.push(meshopt::VertexStream::new(v.as_ptr()));
+        streams.push(Stream::of(v));
     }
     if let Some(v) = p.colors.as_ref().filter(|v| v.len() == n) {
-        streams.push(meshopt::VertexStream::new(v.as_ptr()));
+        streams.push(Stream::of(v));
     }
-    meshopt::generate_vertex_remap_multi(n, &streams, None).0
+    distinct_vertices(n, &streams)
 }
 
 /// PERF-006.

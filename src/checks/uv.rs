@@ -868,7 +868,12 @@ pub fn texel_density(cx: &Ctx<'_>) -> CheckOutput {
         .map(|(g, mut samples)| {
             let q = if single { None } else { density_quantiles(&mut samples) };
             let n = samples.len() as u64;
-            all.extend(samples);
+            // One texture space: its samples become the whole, not a copy.
+            if all.is_empty() {
+                all = samples;
+            } else {
+                all.extend(samples);
+            }
             (g, n, q)
         })
         .collect();
