@@ -47,6 +47,7 @@ pub fn distinct_vertices(n: usize, streams: &[Stream<'_>]) -> usize {
     // The table is far larger than the caches: each block's slots are
     // hashed and fetched first, so that their misses overlap, then probed
     // in vertex order (the same table as one vertex at a time).
+    use crate::geom::prefetch::{BLOCK, prefetch};
     let mut hashes = [0u64; BLOCK];
     for start in (0..n).step_by(BLOCK) {
         let block = start..(start + BLOCK).min(n);
@@ -72,22 +73,6 @@ pub fn distinct_vertices(n: usize, streams: &[Stream<'_>]) -> usize {
         }
     }
     distinct
-}
-
-/// Vertices whose slots are fetched together.
-const BLOCK: usize = 32;
-
-/// Asks for the cache line holding `x` ahead of its use.
-#[inline(always)]
-fn prefetch<T>(x: &T) {
-    // SAFETY: a prefetch is only a hint (it reads nothing a program sees and
-    // cannot fault), and SSE, which it needs, is part of x86_64's baseline.
-    #[cfg(target_arch = "x86_64")]
-    unsafe {
-        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>((x as *const T).cast())
-    };
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = x;
 }
 
 /// A 64-bit hash of vertex `i` over every stream's words (a multiply-rotate

@@ -7,6 +7,7 @@ pub mod flat;
 pub mod mat4;
 pub mod mesh;
 pub mod overdraw;
+pub mod prefetch;
 #[cfg(test)]
 pub(crate) mod testrng;
 pub mod topology;

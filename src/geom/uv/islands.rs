@@ -3,6 +3,7 @@
 //! The padding measurement (UV-005) measures the gaps between them.
 
 use super::layout::UvMesh;
+use crate::geom::prefetch::{BLOCK, prefetch};
 use crate::geom::unionfind::UnionFind;
 
 fn corner_uvs(uvs: &[[f32; 2]], t: [u32; 3]) -> Option<[[f32; 2]; 3]> {
@@ -48,24 +49,35 @@ pub fn uv_islands(meshes: &[UvMesh<'_>]) -> Islands {
     let mut point: Vec<u32> = Vec::with_capacity(vertices);
     let mut base = Vec::with_capacity(meshes.len());
     let mut points = 0u32;
+    let slot_of = |k: u64| (k.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> shift) as usize;
+    let mut keys = [0u64; BLOCK];
     for m in meshes {
         base.push(point.len());
-        for &p in m.uvs {
-            let k = uv_key(p);
-            let mut i = (k.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> shift) as usize;
-            loop {
-                let id = slot_id[i];
-                if id == 0 {
-                    points += 1;
-                    (slot_key[i], slot_id[i]) = (k, points);
-                    point.push(points - 1);
-                    break;
+        // Each block's slots are fetched before its points are probed in
+        // order (the table is far larger than the caches).
+        for block in m.uvs.chunks(BLOCK) {
+            for (k, &p) in keys.iter_mut().zip(block) {
+                *k = uv_key(p);
+                let i = slot_of(*k);
+                prefetch(&slot_id[i]);
+                prefetch(&slot_key[i]);
+            }
+            for &k in &keys[..block.len()] {
+                let mut i = slot_of(k);
+                loop {
+                    let id = slot_id[i];
+                    if id == 0 {
+                        points += 1;
+                        (slot_key[i], slot_id[i]) = (k, points);
+                        point.push(points - 1);
+                        break;
+                    }
+                    if slot_key[i] == k {
+                        point.push(id - 1);
+                        break;
+                    }
+                    i = (i + 1) & (cap - 1);
                 }
-                if slot_key[i] == k {
-                    point.push(id - 1);
-                    break;
-                }
-                i = (i + 1) & (cap - 1);
             }
         }
     }
