@@ -418,28 +418,14 @@ impl Checks<'_> {
             .collect()
     }
 
-    /// The checks that never read the world mesh, side by side: a queue
-    /// that every thread of the pool takes the next check from, the heavy
-    /// ones first ([`catalog::heavy_rank`]) and then the rest in catalog
-    /// order, so that the phase ends with light checks filling the cores
-    /// rather than one heavy check running alone.
+    /// The checks that never read the world mesh, side by side.
     fn first_phase(&self, asset: &Asset) -> Indexed {
-        let mut queue: Vec<(usize, &CheckDef)> =
-            CATALOG.iter().enumerate().filter(|(_, d)| !catalog::reads_world(d)).map(|(i, d)| (i, *d)).collect();
-        queue.sort_by_key(|(idx, d)| (catalog::heavy_rank(d).unwrap_or(usize::MAX), *idx));
-        let next = std::sync::atomic::AtomicUsize::new(0);
-        let done = std::sync::Mutex::new(Indexed::with_capacity(queue.len()));
-        rayon::scope(|s| {
-            for _ in 0..rayon::current_num_threads().min(queue.len()) {
-                s.spawn(|_| {
-                    while let Some(&(idx, def)) = queue.get(next.fetch_add(1, std::sync::atomic::Ordering::Relaxed)) {
-                        let r = self.run(asset, idx, def);
-                        done.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push(r);
-                    }
-                });
-            }
-        });
-        done.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner)
+        CATALOG
+            .par_iter()
+            .enumerate()
+            .filter(|(_, d)| !catalog::reads_world(d))
+            .map(|(idx, def)| self.run(asset, idx, def))
+            .collect()
     }
 
     /// The world mesh, then its checks. Beside the mesh, the memory-hungry

@@ -60,17 +60,6 @@ pub fn memory_hungry(def: &CheckDef) -> bool {
     [&top::QUAD_RECONSTRUCTIBILITY, &top::TRIANGLE_REGULARITY].iter().any(|c| c.id == def.id)
 }
 
-/// The checks that never read the world mesh but whose work grows with
-/// every triangle (rasters, per-triangle samples, vertex tables), heaviest
-/// first as measured on a 1.3M-triangle textured file (BENCHMARKS.md). The
-/// engine starts these before the light ones, so that no heavy check is
-/// left to run alone on one core at the end of its phase.
-pub fn heavy_rank(def: &CheckDef) -> Option<usize> {
-    [&uv::TEXEL_DENSITY, &uv::STRETCH, &uv::OVERLAP, &uv::PADDING, &perf::VERTEX_FETCH]
-        .iter()
-        .position(|c| c.id == def.id)
-}
-
 /// What a profile is checked against: every parameter some check reads (in
 /// catalog order, each once) and every check ID.
 pub fn schema() -> &'static Schema {
