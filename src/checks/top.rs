@@ -68,9 +68,6 @@ pub fn quad_reconstructibility(cx: &Ctx<'_>) -> CheckOutput {
     let t = &w.topology;
     let degenerate = degenerate_flags(w, &cx.asset.scene, cx.profile.get(&WELD_TOLERANCE));
     let p = |i: u32| t.vertices.get(i);
-    // Edges are read in runs of this many (a candidate names its edge by
-    // its offset in its run, in 16 bits).
-    const RUN: usize = 1 << 16;
     // Limits as cosines, so no trigonometry per edge.
     let planar = QUAD_MAX_FACE_ANGLE_DEG.to_radians().cos();
     let corner = (90.0 - QUAD_CORNER_TOLERANCE_DEG).to_radians().cos();
@@ -119,21 +116,13 @@ pub fn quad_reconstructibility(cx: &Ctx<'_>) -> CheckOutput {
         if side(a, b, c) * side(a, b, d) >= 0.0 || side(c, d, a) * side(c, d, b) >= 0.0 {
             return None;
         }
-        // A score is a sum of absolute values (finite: a NaN corner fails
-        // the corner test), so its bits order as the number does.
-        let bits = f64::to_bits(score);
-        Some([(bits >> 48) as u16, (bits >> 32) as u16, (bits >> 16) as u16, bits as u16, (ei % RUN) as u16])
+        Some(pack(score, ei))
     };
     // Edges in runs on the thread pool, each run's candidates sorted; the
     // runs are then merged, best quads first, ties by edge order (sorted
     // keys), so the result is order-free. (One list of every candidate,
     // joined from the runs' lists and sorted, was held twice; a candidate
     // holding its whole edge index took 12 bytes.)
-    // Compared as (score bits, edge offset): two integers, not five.
-    let key = |c: &[u16; 5]| {
-        let bits = c[..4].iter().fold(0u64, |k, &part| (k << 16) | u64::from(part));
-        (bits, c[4])
-    };
     let runs: Vec<Vec<[u16; 5]>> = (0..t.edges.len().div_ceil(RUN))
         .into_par_iter()
         .map(|r| {
@@ -154,8 +143,51 @@ pub fn quad_reconstructibility(cx: &Ctx<'_>) -> CheckOutput {
             out
         })
         .collect();
+    let quads = take_greedy(&runs, t.triangles.len(), |ei| {
+        let f = t.faces_of(ei);
+        [f[0].tri(), f[1].tri()]
+    });
+    let faces = t.collapsed.iter().filter(|c| !**c).count() as u64;
+    let pct = if faces > 0 { 2.0 * quads as f64 / faces as f64 * 100.0 } else { 0.0 };
+    measured(
+        Obj::new().num("quad_pct", pct).int("quads", quads).int("triangles", faces),
+        Obj::new()
+            .num("max_face_angle_deg", QUAD_MAX_FACE_ANGLE_DEG)
+            .num("corner_tolerance_deg", QUAD_CORNER_TOLERANCE_DEG),
+        Comparison::Within,
+        format!("{}% of triangles pair into {quads} planar, convex, near-square quads", short(pct)),
+    )
+}
+
+/// TOP-001's candidates name their edge by its offset in runs of this many
+/// edges, in 16 bits.
+const RUN: usize = 1 << 16;
+
+/// A TOP-001 candidate in 10 bytes: the score's bits, high first, in four
+/// parts, then the edge's offset in its run of [`RUN`] edges; within a run
+/// it orders as (score, edge) does. A score is a sum of absolute values
+/// (finite: a NaN corner fails the corner test), so its bits order as the
+/// number does.
+fn pack(score: f64, edge: usize) -> [u16; 5] {
+    let bits = f64::to_bits(score);
+    [(bits >> 48) as u16, (bits >> 32) as u16, (bits >> 16) as u16, bits as u16, (edge % RUN) as u16]
+}
+
+/// A packed candidate compared as (score bits, edge offset): two integers,
+/// not five.
+fn key(c: &[u16; 5]) -> (u64, u16) {
+    let bits = c[..4].iter().fold(0u64, |k, &part| (k << 16) | u64::from(part));
+    (bits, c[4])
+}
+
+/// TOP-001's greedy pairing: every candidate in (score, edge) order, best
+/// quads first and ties to the lower edge index, pairs its edge's two
+/// triangles (`faces`) when neither is in a quad yet. `runs[r]` holds the
+/// candidates of edges r x [`RUN`].. sorted by [`key`]; they are merged
+/// here. Returns the quads made.
+fn take_greedy(runs: &[Vec<[u16; 5]>], triangles: usize, faces: impl Fn(usize) -> [u32; 2]) -> u64 {
     // Whether each triangle is in a quad already, a bit each.
-    let mut paired = vec![0u64; t.triangles.len().div_ceil(64)];
+    let mut paired = vec![0u64; triangles.div_ceil(64)];
     let mut quads = 0u64;
     // Candidates are taken in batches: a batch's faces are looked up first,
     // in a loop whose loads do not wait on each other (in score order they
@@ -166,8 +198,7 @@ pub fn quad_reconstructibility(cx: &Ctx<'_>) -> CheckOutput {
     let mut flush = |batch: &mut Vec<usize>| {
         let mut pairs = [[0u32; 2]; BATCH];
         for (pair, &ei) in pairs.iter_mut().zip(batch.iter()) {
-            let f = t.faces_of(ei);
-            *pair = [f[0].tri(), f[1].tri()];
+            *pair = faces(ei);
         }
         for &[x, y] in &pairs[..batch.len()] {
             let bit = |i: u32| (i as usize / 64, 1u64 << (i % 64));
@@ -186,7 +217,7 @@ pub fn quad_reconstructibility(cx: &Ctx<'_>) -> CheckOutput {
             flush(&mut batch);
         }
     };
-    if let [only] = &runs[..] {
+    if let [only] = runs {
         only.iter().for_each(|c| take(0, c));
     } else {
         // A k-way merge: each run's next candidate in a heap, smallest
@@ -205,16 +236,7 @@ pub fn quad_reconstructibility(cx: &Ctx<'_>) -> CheckOutput {
         }
     }
     flush(&mut batch);
-    let faces = t.collapsed.iter().filter(|c| !**c).count() as u64;
-    let pct = if faces > 0 { 2.0 * quads as f64 / faces as f64 * 100.0 } else { 0.0 };
-    measured(
-        Obj::new().num("quad_pct", pct).int("quads", quads).int("triangles", faces),
-        Obj::new()
-            .num("max_face_angle_deg", QUAD_MAX_FACE_ANGLE_DEG)
-            .num("corner_tolerance_deg", QUAD_CORNER_TOLERANCE_DEG),
-        Comparison::Within,
-        format!("{}% of triangles pair into {quads} planar, convex, near-square quads", short(pct)),
-    )
+    quads
 }
 
 /// The regular valence of an interior vertex of a triangle mesh.
@@ -429,4 +451,83 @@ pub fn hard_edges(cx: &Ctx<'_>) -> CheckOutput {
             short(hard_angle)
         ),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::geom::testrng::XorShift;
+
+    /// Random candidates over `edges` edges (about half of them), with
+    /// scores from a set of three, so that most ties are decided by the
+    /// edge order, each joining two of `triangles` random triangles.
+    fn candidates(edges: usize, triangles: u32, seed: u64) -> (Vec<(f64, usize)>, Vec<[u32; 2]>) {
+        let mut rng = XorShift::new(seed);
+        let faces: Vec<[u32; 2]> = (0..edges)
+            .map(|_| {
+                let a = rng.below(triangles as u64) as u32;
+                [a, (a + 1 + rng.below(triangles as u64 - 1) as u32) % triangles]
+            })
+            .collect();
+        let mut cands = Vec::new();
+        for e in 0..edges {
+            if rng.below(2) == 0 {
+                cands.push(([0.5, 1.0, 1.5][rng.below(3) as usize], e));
+            }
+        }
+        (cands, faces)
+    }
+
+    /// The pairing the check's merge must reproduce: every candidate in one
+    /// list sorted by (score, edge index), taken greedily.
+    fn plain_greedy(cands: &[(f64, usize)], faces: &[[u32; 2]], triangles: usize, tie: impl Fn(usize) -> i64) -> u64 {
+        let mut sorted = cands.to_vec();
+        sorted.sort_by(|a, b| a.0.total_cmp(&b.0).then(tie(a.1).cmp(&tie(b.1))));
+        let mut paired = vec![false; triangles];
+        let mut quads = 0;
+        for (_, e) in sorted {
+            let [x, y] = faces[e];
+            if !paired[x as usize] && !paired[y as usize] {
+                (paired[x as usize], paired[y as usize]) = (true, true);
+                quads += 1;
+            }
+        }
+        quads
+    }
+
+    /// The check's runs: candidates packed and sorted within runs of RUN edges.
+    fn runs_of(cands: &[(f64, usize)], edges: usize) -> Vec<Vec<[u16; 5]>> {
+        let mut runs = vec![Vec::new(); edges.div_ceil(RUN)];
+        for &(score, e) in cands {
+            runs[e / RUN].push(pack(score, e));
+        }
+        runs.iter_mut().for_each(|r| r.sort_unstable_by_key(key));
+        runs
+    }
+
+    #[test]
+    fn merged_runs_pair_as_one_sorted_list_with_ties_to_the_lower_edge() {
+        // Five runs and a partial one: ties across runs must go to the earlier run.
+        for (edges, triangles, seed) in [(5 * RUN + 1234, 120_000u32, 1), (3 * RUN, 20_000, 2), (1000, 300, 3)] {
+            let (cands, faces) = candidates(edges, triangles, seed);
+            let ours = take_greedy(&runs_of(&cands, edges), triangles as usize, |e| faces[e]);
+            let want = plain_greedy(&cands, &faces, triangles as usize, |e| e as i64);
+            assert_eq!(ours, want, "{edges} edges");
+            // The tie order decides the outcome here, so a merge that broke
+            // ties another way would fail the line above.
+            let reversed = plain_greedy(&cands, &faces, triangles as usize, |e| -(e as i64));
+            assert_ne!(reversed, want, "{edges} edges: the ties must matter for the test to mean anything");
+        }
+    }
+
+    #[test]
+    fn packed_candidates_order_as_score_then_edge() {
+        let scores = [0.0, 1e-300, 0.25, 0.5, 0.5000000000000001, 1.0, 3.99];
+        for (i, &a) in scores.iter().enumerate() {
+            for &b in &scores[i + 1..] {
+                assert!(key(&pack(a, 7)) < key(&pack(b, 3)), "{a} < {b}");
+            }
+            assert!(key(&pack(a, RUN + 3)) < key(&pack(a, RUN + 4)));
+        }
+    }
 }
