@@ -363,6 +363,19 @@ fn run_checks_freeing(
     let checks = Checks { opts, spec, render };
     let mut results = checks.first_phase(asset);
     asset.scene.free_surface_attributes();
+    // The mesh is built here, with the scene's positions and triangles
+    // freed as it reads them: nothing after this reads them (the renderer
+    // has drawn, the first phase's checks have run, and what the mesh's
+    // checks read from the unwelded corners is computed on the way).
+    let selected = |def: &CheckDef| opts.selection.runs(def.id);
+    if CATALOG.iter().any(|def| catalog::reads_world(def) && selected(def)) {
+        let tolerance = opts.profile.get(&crate::checks::WELD_TOLERANCE);
+        let regularity = selected(&crate::checks::top::TRIANGLE_REGULARITY);
+        timed(
+            || "shared data (welded world mesh)".into(),
+            || asset.scene.build_world_mesh_freeing(tolerance, regularity),
+        );
+    }
     results.extend(checks.second_phase(asset));
     in_catalog_order(results)
 }

@@ -379,3 +379,52 @@ fn a_large_mesh_checked_without_its_surface_attributes_gives_the_same_report() {
     assert_ne!(islands.status, Status::Skipped, "{:?}", islands.measured);
     assert!(!islands.measured.is_empty());
 }
+
+/// The second phase's mesh built with the scene's positions and triangles
+/// freed as it reads them (`Scene::build_world_mesh_freeing`): a primitive
+/// drawn twice (once mirrored), a second mesh scaled, flipped and
+/// degenerate triangles, give the report of a borrowed asset, whose mesh
+/// reads the scene's corners afterwards; every GEO and TOP figure that
+/// reads the unwelded corners (the degenerate flags, TOP-003's qualities)
+/// comes out the same, and the counts in the stats stay.
+#[test]
+fn a_large_scene_checked_with_its_geometry_freed_gives_the_same_report() {
+    let mut big = sphere(600, 300, 1.0);
+    big.flip_triangles(0..40);
+    let mut small = sphere(420, 210, 0.5);
+    small.add_degenerate();
+    let node = |mesh: usize, translation: [f32; 3], scale: [f32; 3]| Node {
+        mesh: Some(mesh),
+        translation: Some(translation),
+        scale: Some(scale),
+        ..Node::default()
+    };
+    let doc = Doc {
+        meshes: vec![Mesh { primitives: vec![big, cube(0.25)] }, Mesh { primitives: vec![small] }],
+        nodes: vec![
+            node(0, [0.0; 3], [1.0; 3]),
+            node(0, [3.0, 0.0, 0.0], [-1.0, 1.0, 1.0]),
+            node(1, [0.0, 3.0, 0.0], [2.0; 3]),
+        ],
+        scene_roots: vec![0, 1, 2],
+        ..Doc::default()
+    };
+    let glb = doc.to_glb();
+    let opts = Options { selection: Selection::parse(&[], &["SPEC-001".into()]).unwrap(), ..Options::default() };
+    let asset = meshcheck::asset::load(meshcheck::asset::Input::from_bytes("scene.glb", glb.clone())).unwrap();
+    assert!(asset.scene.world_mesh_bytes() >= meshcheck::engine::PHASED_WORLD_BYTES, "checked in two phases");
+    assert_eq!(asset.scene.instances.len(), 5, "two instances of mesh 0's two primitives, one of mesh 1's");
+    let kept = meshcheck::engine::report_for(&asset, &opts);
+    let freed = meshcheck::engine::validate(meshcheck::asset::Input::from_bytes("scene.glb", glb), &opts).unwrap();
+    let json = |r: &Report| {
+        let mut v = serde_json::to_value(r).unwrap();
+        v.as_object_mut().unwrap().remove("created_at");
+        v
+    };
+    assert_eq!(json(&freed), json(&kept));
+    // The figures the corners give were measured, not skipped.
+    assert!(measured_f64(check(&freed, "GEO-004"), "degenerate_triangles") >= 1.0, "{:?}", check(&freed, "GEO-004"));
+    assert!(measured_f64(check(&freed, "GEO-003"), "flipped_face_count") > 0.0);
+    assert!(measured_f64(check(&freed, "TOP-003"), "quality_mean") > 0.0);
+    assert!(freed.stats.triangles > 800_000 && freed.stats.vertices > 0);
+}

@@ -38,6 +38,9 @@ pub struct Primitive {
     pub draco: bool,
     /// Bounds in local space.
     pub bounds: Aabb,
+    /// The vertex count once [`Primitive::free_geometry`] has freed the
+    /// positions (`None` while they are held).
+    pub freed_vertices: Option<u64>,
 }
 
 impl Primitive {
@@ -47,7 +50,7 @@ impl Primitive {
     }
     /// Vertices uploaded for the primitive.
     pub fn vertex_count(&self) -> u64 {
-        self.positions.len() as u64
+        self.freed_vertices.unwrap_or(self.positions.len() as u64)
     }
     /// Frees the attributes only drawing and the UV, material and
     /// performance checks read (UVs, normals, tangents, colours), keeping
@@ -59,6 +62,15 @@ impl Primitive {
         self.normals = None;
         self.tangents = None;
         self.colors = None;
+    }
+    /// Frees the positions and triangles, keeping their counts
+    /// ([`Primitive::vertex_count`], `triangle_count`): the engine calls it
+    /// once the welded world mesh has read them and nothing else will
+    /// ([`crate::asset::scene::Scene::build_world_mesh_freeing`]).
+    pub fn free_geometry(&mut self) {
+        self.freed_vertices = Some(self.vertex_count());
+        self.positions = Vec::new();
+        self.triangles = Vec::new();
     }
     /// Whether the primitive has TEXCOORD_`set`.
     pub fn has_uv(&self, set: usize) -> bool {

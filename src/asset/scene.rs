@@ -19,6 +19,7 @@ pub use super::primitive::{MAX_UV_SETS, Primitive};
 use crate::error::{Error, ErrorCode, Result};
 use crate::geom::mat4::{self, Aabb, Mat4};
 use crate::geom::mesh::edges::Topology;
+use crate::geom::mesh::vector::{self, quality_summary};
 use crate::geom::topology;
 use gltf::json::validation::Checked;
 use rayon::prelude::*;
@@ -107,6 +108,9 @@ pub struct WorldMesh {
     pub topology: Topology,
     /// Degenerate flag per triangle (see `checks::geo::degenerate`), computed once.
     pub degenerate: OnceLock<Vec<bool>>,
+    /// TOP-003's quality summary ([`quality_summary`]), when it was computed
+    /// while the mesh was built ([`Scene::build_world_mesh_freeing`]).
+    pub regularity: OnceLock<Option<(f64, f64, usize)>>,
 }
 
 impl WorldMesh {
@@ -132,7 +136,12 @@ impl WorldMesh {
 
     /// `f` of every triangle's [`WorldMesh::corners`], in triangle order,
     /// computed on the thread pool instance by instance.
+    ///
+    /// # Panics
+    ///
+    /// When the scene's geometry was freed ([`Scene::build_world_mesh_freeing`]).
     pub fn map_corners<T: Send>(&self, scene: &Scene, f: impl Fn([[f64; 3]; 3], bool) -> T + Sync) -> Vec<T> {
+        assert!(!scene.geometry_freed(), "the scene's corners were freed when the mesh was built");
         let mut out = Vec::with_capacity(self.triangle_count());
         for (inst, &mirrored) in scene.instances.iter().zip(&self.mirrored) {
             let prim = &scene.primitives[inst.primitive];
@@ -205,6 +214,114 @@ impl Scene {
             .fold(0u64, u64::saturating_add)
     }
 
+    /// Whether [`Scene::build_world_mesh_freeing`] freed the primitives'
+    /// positions and triangles.
+    pub fn geometry_freed(&self) -> bool {
+        self.primitives.iter().any(|p| p.freed_vertices.is_some())
+    }
+
+    /// [`Scene::world_mesh`] for a caller that will read no primitive's
+    /// positions or triangles again (the engine's second phase, once the
+    /// renderer and every check that reads them have run): each primitive's
+    /// positions are freed once the world points are made, and its triangles
+    /// once the welded triangles are, so neither is held beside the edge map
+    /// (20 bytes a vertex and triangle of a large mesh). What the checks read
+    /// from the unwelded corners afterwards is computed from the world
+    /// points first, as [`WorldMesh::map_corners`] would give it: the
+    /// degenerate flags at `tolerance` (the weld tolerance, as GEO-004 asks)
+    /// and, with `regularity`, TOP-003's quality summary. Counts stay
+    /// ([`Primitive::vertex_count`], `triangle_count`). Over the geometry
+    /// budget, or with the mesh already built, nothing is built or freed.
+    pub fn build_world_mesh_freeing(&mut self, tolerance: f64, regularity: bool) {
+        if self.world.get().is_some() || self.world_mesh_bytes() > self.geometry_budget {
+            return;
+        }
+        let total_points: usize = self.instances.iter().map(|i| self.primitives[i.primitive].positions.len()).sum();
+        let total_tris: usize = self.instances.iter().map(|i| self.primitives[i.primitive].triangles.len()).sum();
+        let mut points = Vec::with_capacity(total_points);
+        let mut first_point = Vec::with_capacity(self.instances.len());
+        let mut first_triangle = Vec::with_capacity(self.instances.len());
+        let mut tris = 0u32;
+        for inst in &self.instances {
+            let prim = &self.primitives[inst.primitive];
+            first_point.push(points.len());
+            first_triangle.push(tris);
+            points.par_extend(prim.positions.par_iter().map(|p| mat4::transform_point(&inst.world, *p)));
+            tris += prim.triangles.len() as u32;
+        }
+        let mirrored: Vec<bool> = self.instances.iter().map(Instance::mirrored).collect();
+        // The positions are in the points now; the triangles are taken out
+        // of the primitives (a move) and freed once welded.
+        let triangles: Vec<Vec<[u32; 3]>> = self
+            .primitives
+            .iter_mut()
+            .map(|p| {
+                let t = std::mem::take(&mut p.triangles);
+                p.free_geometry();
+                t
+            })
+            .collect();
+        // Every triangle's corners from the points: the numbers `corners`
+        // gives (the same transform of the same positions), in triangle order.
+        let corners_of = |ii: usize, tri: [u32; 3]| -> ([[f64; 3]; 3], bool) {
+            let repeated = tri[0] == tri[1] || tri[1] == tri[2] || tri[0] == tri[2];
+            let [a, b, c] = if mirrored[ii] { [tri[0], tri[2], tri[1]] } else { tri };
+            let base = first_point[ii];
+            ([points[base + a as usize], points[base + b as usize], points[base + c as usize]], repeated)
+        };
+        let each = |ii: usize| &triangles[self.instances[ii].primitive];
+        let mut degenerate = Vec::with_capacity(total_tris);
+        for ii in 0..self.instances.len() {
+            degenerate.par_extend(each(ii).par_iter().map(|&t| {
+                let (c, repeated) = corners_of(ii, t);
+                vector::is_degenerate(c, repeated, tolerance)
+            }));
+        }
+        let summary = regularity.then(|| {
+            let mut q = Vec::with_capacity(total_tris);
+            for ii in 0..self.instances.len() {
+                q.par_extend(each(ii).par_iter().map(|&t| {
+                    let ([a, b, c], _) = corners_of(ii, t);
+                    vector::shape(a, b, c).quality
+                }));
+            }
+            quality_summary(q)
+        });
+        let instances = &self.instances;
+        let topology = Topology::build_owned(points, tolerance, |welded| {
+            let mut out = Vec::with_capacity(total_tris);
+            let mut triangles: Vec<Option<Vec<[u32; 3]>>> = triangles.into_iter().map(Some).collect();
+            // A primitive drawn by several instances is freed after its last.
+            let mut last = vec![usize::MAX; triangles.len()];
+            for (ii, inst) in instances.iter().enumerate() {
+                last[inst.primitive] = ii;
+            }
+            for (ii, (inst, &base)) in instances.iter().zip(&first_point).enumerate() {
+                let Some(tris) = triangles[inst.primitive].as_ref() else { continue };
+                let w = &welded[base..];
+                // A mirroring transform reverses the winding (glTF 2.0, 3.7.4).
+                if inst.mirrored() {
+                    out.par_extend(tris.par_iter().map(|t| [t[0], t[2], t[1]].map(|i| w[i as usize])));
+                } else {
+                    out.par_extend(tris.par_iter().map(|t| t.map(|i| w[i as usize])));
+                }
+                if last[inst.primitive] == ii {
+                    triangles[inst.primitive] = None;
+                }
+            }
+            out
+        });
+        let mesh = WorldMesh {
+            tolerance,
+            first_triangle,
+            mirrored,
+            topology,
+            degenerate: OnceLock::from(degenerate),
+            regularity: summary.map_or_else(OnceLock::new, OnceLock::from),
+        };
+        let _ = self.world.set(Ok(mesh));
+    }
+
     fn build_world_mesh(&self, tolerance: f64) -> WorldMesh {
         let total_points: usize = self.instances.iter().map(|i| self.primitives[i.primitive].positions.len()).sum();
         let total_tris: usize = self.instances.iter().map(|i| self.primitives[i.primitive].triangles.len()).sum();
@@ -236,7 +353,14 @@ impl Scene {
             out
         });
         let mirrored = self.instances.iter().map(Instance::mirrored).collect();
-        WorldMesh { tolerance, first_triangle, mirrored, topology, degenerate: OnceLock::new() }
+        WorldMesh {
+            tolerance,
+            first_triangle,
+            mirrored,
+            topology,
+            degenerate: OnceLock::new(),
+            regularity: OnceLock::new(),
+        }
     }
 
     /// Triangles drawn, counted per instance.

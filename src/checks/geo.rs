@@ -6,7 +6,7 @@ use super::{CheckDef, Family, LOC, LOC_TOTAL, Needs, WELD_TOLERANCE};
 use super::{CheckOutput, Comparison, Ctx, Obj, count, measured, short};
 use crate::asset::scene::{Scene, WorldMesh};
 use crate::geom::mat4::Aabb;
-use crate::geom::mesh::{ShellLabels, shape};
+use crate::geom::mesh::ShellLabels;
 use crate::profile::Param;
 use crate::report::Severity;
 use rayon::prelude::*;
@@ -193,16 +193,8 @@ pub fn winding(cx: &Ctx<'_>) -> CheckOutput {
     )
 }
 
-/// Whether a world-space triangle is degenerate at `tol`: a repeated index,
-/// an area below tol^2, or a shortest altitude below tol (collinear).
-/// `corners` and `repeated` are [`WorldMesh::corners`]'s.
-pub fn is_degenerate([a, b, c]: [[f64; 3]; 3], repeated: bool, tol: f64) -> bool {
-    if repeated {
-        return true;
-    }
-    let s = shape(a, b, c);
-    !(s.area >= tol * tol && s.min_altitude >= tol)
-}
+/// GEO-004's degenerate test ([`crate::geom::mesh::vector::is_degenerate`]).
+pub use crate::geom::mesh::vector::is_degenerate;
 
 /// The degenerate flag of every triangle, computed once per report.
 /// `scene` is the scene `w` was built from.

@@ -4,6 +4,7 @@
 use super::geo::{degenerate_flags, primitive_pointers, world};
 use super::{CheckDef, Family, LOC, LOC_TOTAL, Needs, WELD_TOLERANCE};
 use super::{CheckOutput, Comparison, Ctx, Obj, measured, short};
+use crate::geom::mesh::vector::quality_summary;
 use crate::geom::mesh::{cross, dot, len, shape, sub};
 use crate::profile::Param;
 use crate::report::Severity;
@@ -344,22 +345,17 @@ pub fn triangle_regularity(cx: &Ctx<'_>) -> CheckOutput {
         Ok(w) => w,
         Err(why) => return CheckOutput::Skipped(why),
     };
-    let scene = &cx.asset.scene;
-    // Collected in place, then the non-finite ones removed: the same list
-    // in the same order as filtering while collecting, which held the list
-    // twice while joining its parts.
-    let mut q: Vec<f64> = w.map_corners(scene, |[a, b, c], _| shape(a, b, c).quality);
-    q.retain(|x| x.is_finite());
-    if q.is_empty() {
+    // Computed while the mesh was built when the engine freed the scene's
+    // geometry (Scene::build_world_mesh_freeing), else from the corners now.
+    let summary = match w.regularity.get() {
+        Some(s) => *s,
+        None => quality_summary(w.map_corners(&cx.asset.scene, |[a, b, c], _| shape(a, b, c).quality)),
+    };
+    let Some((mean, p5, n)) = summary else {
         return CheckOutput::Skipped("no triangle has finite positions".into());
-    }
-    // Summed in a fixed order: the same bytes give the same mean.
-    let mean = q.iter().sum::<f64>() / q.len() as f64;
-    let k = ((q.len() as f64 - 1.0) * 0.05).floor() as usize;
-    let (_, p5, _) = q.select_nth_unstable_by(k, f64::total_cmp);
-    let p5 = *p5;
+    };
     measured(
-        Obj::new().num("quality_mean", mean).num("quality_p5", p5).int("triangles", q.len() as u64),
+        Obj::new().num("quality_mean", mean).num("quality_p5", p5).int("triangles", n as u64),
         Obj::new(),
         Comparison::Within,
         format!(

@@ -67,8 +67,10 @@ pub struct Edges {
     /// The index of the first edge of every smaller vertex `0..nv`, and
     /// the edge count last (`nv + 1` entries).
     first: Vec<u32>,
-    /// (b, start) of every edge.
-    ends: Vec<[u32; 2]>,
+    /// The larger vertex of every edge.
+    larger: Vec<u32>,
+    /// The first face of every edge, in `Topology::edge_faces`.
+    start: Vec<u32>,
     /// Faces of all edges (the end of the last edge's).
     faces: u32,
 }
@@ -76,11 +78,11 @@ pub struct Edges {
 impl Edges {
     /// Number of edges.
     pub fn len(&self) -> usize {
-        self.ends.len()
+        self.start.len()
     }
     /// Whether there are none.
     pub fn is_empty(&self) -> bool {
-        self.ends.is_empty()
+        self.start.is_empty()
     }
     /// The smaller vertex of edge `i` (a binary search of the first edges).
     #[inline]
@@ -91,15 +93,15 @@ impl Edges {
     /// smaller vertex is not needed for them).
     #[inline]
     pub fn span(&self, i: usize) -> std::ops::Range<usize> {
-        let start = self.ends[i][1];
-        let end = self.ends.get(i + 1).map_or(self.faces, |n| n[1]);
+        let start = self.start[i];
+        let end = self.start.get(i + 1).map_or(self.faces, |&n| n);
         start as usize..end as usize
     }
     /// Edge `i`, given its smaller vertex `a`.
     #[inline]
     fn edge(&self, a: u32, i: usize) -> Edge {
-        let [b, start] = self.ends[i];
-        let end = self.ends.get(i + 1).map_or(self.faces, |n| n[1]);
+        let (b, start) = (self.larger[i], self.start[i]);
+        let end = self.start.get(i + 1).map_or(self.faces, |&n| n);
         Edge { a, b, start, count: end - start }
     }
     /// Every edge, in order.
@@ -126,8 +128,8 @@ impl Edges {
     pub fn find(&self, u: u32, v: u32) -> usize {
         let (lo, hi) = (u.min(v), u.max(v));
         let from = self.first[lo as usize] as usize;
-        let bucket = &self.ends[from..self.first[lo as usize + 1] as usize];
-        from + bucket.binary_search_by_key(&hi, |e| e[0]).expect("the edge is in the map")
+        let bucket = &self.larger[from..self.first[lo as usize + 1] as usize];
+        from + bucket.binary_search(&hi).expect("the edge is in the map")
     }
 }
 
@@ -309,62 +311,47 @@ impl Topology {
                 }
             }
         });
-        // Edges are runs of equal larger vertices within a bucket: counted
-        // per chunk, then written in place (a collected list of unknown
-        // length was held twice while it was joined).
-        let sorted = &hi[..];
-        // Calls `each` with every edge of bucket `lo`.
-        fn runs(sorted: &[u32], offset: &[u32], lo: usize, mut each: impl FnMut(Edge)) {
-            let (from, to) = (offset[lo] as usize, offset[lo + 1] as usize);
-            let mut i = from;
-            while i < to {
-                let h = sorted[i];
-                let start = i;
-                while i < to && sorted[i] == h {
-                    i += 1;
-                }
-                each(Edge { a: lo as u32, b: h, start: start as u32, count: (i - start) as u32 });
-            }
-        }
-        let per_chunk: Vec<usize> = starts
+        // Edges are runs of equal larger vertices within a bucket. Their
+        // larger vertices are written over `hi` as it is read (edge k starts
+        // at directed edge k or later, so the write never passes the read),
+        // and their starts into an array of their own: the edge list is never
+        // held beside a second copy of the directed edges. Counted first, on
+        // the thread pool, so that the starts are allocated once; written in
+        // one sequential pass, which an in-place write needs.
+        let per_chunk: usize = starts
             .par_iter()
             .map(|&s| {
+                let (hi, offset) = (&hi, &offset);
                 let mut n = 0;
                 for lo in s..(s + CHUNK).min(nv) {
-                    runs(sorted, &offset, lo, |_| n += 1);
+                    let run = &hi[offset[lo] as usize..offset[lo + 1] as usize];
+                    n += run.iter().zip(run.iter().skip(1)).filter(|(x, y)| x != y).count()
+                        + usize::from(!run.is_empty());
                 }
                 n
             })
-            .collect();
-        // Each chunk also counts its vertices' edges into `first` (shifted
-        // by one), summed into the first edge of every vertex after.
-        let mut ends = vec![[0u32; 2]; per_chunk.iter().sum()];
+            .sum();
+        let mut edge_start: Vec<u32> = Vec::with_capacity(per_chunk);
         let mut first = vec![0u32; nv + 1];
-        let mut slots = Vec::with_capacity(starts.len());
-        let (mut rest, mut rest_first) = (&mut ends[..], &mut first[1..]);
-        for (&s, &n) in starts.iter().zip(&per_chunk) {
-            let (head, tail) = rest.split_at_mut(n);
-            let (head_first, tail_first) = rest_first.split_at_mut((s + CHUNK).min(nv) - s);
-            slots.push((s, head, head_first));
-            rest = tail;
-            rest_first = tail_first;
-        }
-        slots.into_par_iter().for_each(|(s, out, counts)| {
-            let mut k = 0;
-            for lo in s..(s + CHUNK).min(nv) {
-                runs(sorted, &offset, lo, |e| {
-                    out[k] = [e.b, e.start];
-                    counts[lo - s] += 1;
-                    k += 1;
-                });
+        let mut k = 0usize;
+        for lo in 0..nv {
+            let (mut i, to) = (offset[lo] as usize, offset[lo + 1] as usize);
+            while i < to {
+                let (h, start) = (hi[i], i);
+                while i < to && hi[i] == h {
+                    i += 1;
+                }
+                hi[k] = h;
+                edge_start.push(start as u32);
+                k += 1;
             }
-        });
-        for i in 0..nv {
-            first[i + 1] += first[i];
+            first[lo + 1] = k as u32;
         }
-        drop(hi);
+        debug_assert_eq!(k, per_chunk);
+        hi.truncate(k);
+        hi.shrink_to_fit();
         drop(offset);
-        let edges = Edges { first, ends, faces: edge_faces.len() as u32 };
+        let edges = Edges { first, larger: hi, start: edge_start, faces: edge_faces.len() as u32 };
         // Shells and winding are independent: they run side by side.
         let ((shell, shell_count), flipped) = rayon::join(
             || shells(&collapsed, &edges, &edge_faces),
@@ -670,7 +657,7 @@ fn orient(triangles: &[[u32; 3]], collapsed: &[bool], edges: &Edges, edge_faces:
         let (lo, hi) = (u.min(v), u.max(v));
         let from = first[lo as usize] as usize;
         let to = first[lo as usize + 1] as usize;
-        from + edges.ends[from..to].iter().position(|e| e[0] == hi).expect("every edge of a triangle is in the map")
+        from + edges.larger[from..to].iter().position(|&e| e == hi).expect("every edge of a triangle is in the map")
     };
     // Neighbour `<< 1 | same direction` across each manifold edge of `t`, in edge order.
     let neighbours = |t: u32| -> ([u32; 3], usize) {

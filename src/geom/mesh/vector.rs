@@ -57,6 +57,36 @@ pub fn shape(a: [f64; 3], b: [f64; 3], c: [f64; 3]) -> TriangleShape {
     TriangleShape { area, min_altitude, quality }
 }
 
+/// Whether a triangle is degenerate: a repeated vertex index (`repeated`),
+/// an area below tol^2, or a shortest altitude below tol (collinear
+/// corners). GEO-004's test, shared by every check that leaves such
+/// triangles out.
+pub fn is_degenerate([a, b, c]: [[f64; 3]; 3], repeated: bool, tol: f64) -> bool {
+    if repeated {
+        return true;
+    }
+    let s = shape(a, b, c);
+    !(s.area >= tol * tol && s.min_altitude >= tol)
+}
+
+/// TOP-003's summary of per-triangle qualities (in triangle order): the
+/// finite ones' mean (summed in that order) and 5th percentile (the
+/// element at floor((n - 1) x 0.05) in sorted order), and how many there
+/// are; `None` when none is finite.
+pub fn quality_summary(mut q: Vec<f64>) -> Option<(f64, f64, usize)> {
+    // Collected in place, then the non-finite ones removed: the same list
+    // in the same order as filtering while collecting.
+    q.retain(|x| x.is_finite());
+    if q.is_empty() {
+        return None;
+    }
+    // Summed in a fixed order: the same bytes give the same mean.
+    let mean = q.iter().sum::<f64>() / q.len() as f64;
+    let k = ((q.len() as f64 - 1.0) * 0.05).floor() as usize;
+    let (_, p5, _) = q.select_nth_unstable_by(k, f64::total_cmp);
+    Some((mean, *p5, q.len()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
