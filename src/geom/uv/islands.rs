@@ -41,7 +41,9 @@ pub fn uv_islands(meshes: &[UvMesh<'_>]) -> Islands {
     // Canonical point ids: vertices with the same UV bits are one point
     // (open addressing with linear probing; ids in order of first appearance).
     let vertices: usize = meshes.iter().map(|m| m.uvs.len()).sum();
-    let cap = (vertices * 2).next_power_of_two().max(16);
+    // At most two thirds full (a third of the memory of a table twice the
+    // points, with probes still short).
+    let cap = (vertices + vertices / 2).next_power_of_two().max(16);
     let shift = 64 - cap.trailing_zeros();
     // Keys, and ids + 1 (0 marks an empty slot).
     let mut slot_key = vec![0u64; cap];
