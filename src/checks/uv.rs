@@ -360,7 +360,10 @@ pub fn stretch(cx: &Ctx<'_>) -> CheckOutput {
         if !p.uvs.iter().any(Option::is_some) {
             continue;
         }
-        let world: Vec<[f64; 3]> = p.positions.iter().map(|&q| mat4::transform_point(&inst.world, q)).collect();
+        // Corners are placed as they are read (the same numbers as a
+        // placed copy of the positions, which held 24 bytes a vertex beside
+        // the samples: the first phase's peak on a large untextured mesh).
+        let world = |i: usize| p.positions.get(i).map(|&q| mat4::transform_point(&inst.world, q));
         let mut stretched = false;
         for (set, uvs) in p.uvs.iter().enumerate() {
             let Some(uvs) = uvs else { continue };
@@ -372,8 +375,8 @@ pub fn stretch(cx: &Ctx<'_>) -> CheckOutput {
             samples.reserve(p.triangles.len());
             for t in &p.triangles {
                 let [a, b, c] = t.map(|i| i as usize);
-                let (Some(&pa), Some(&pb), Some(&pc)) = (world.get(a), world.get(b), world.get(c)) else { continue };
                 let (Some(&ua), Some(&ub), Some(&uc)) = (uvs.get(a), uvs.get(b), uvs.get(c)) else { continue };
+                let (Some(pa), Some(pb), Some(pc)) = (world(a), world(b), world(c)) else { continue };
                 let uv = [ua, ub, uc].map(|q| [q[0] as f64 * sx, q[1] as f64 * sy]);
                 if let Some((area, ratio)) = guv::triangle_stretch([pa, pb, pc], uv) {
                     stretched |= ratio > max_ratio;
@@ -846,12 +849,13 @@ pub fn texel_density(cx: &Ctx<'_>) -> CheckOutput {
             else {
                 continue;
             };
-            let world: Vec<[f64; 3]> = p.positions.iter().map(|&q| mat4::transform_point(&inst.world, q)).collect();
+            // Corners placed as they are read, as in UV-004.
+            let world = |i: usize| p.positions.get(i).map(|&q| mat4::transform_point(&inst.world, q));
             samples.reserve(p.triangles.len());
             for t in &p.triangles {
                 let [a, b, c] = t.map(|i| i as usize);
-                let (Some(&pa), Some(&pb), Some(&pc)) = (world.get(a), world.get(b), world.get(c)) else { continue };
                 let (Some(&ua), Some(&ub), Some(&uc)) = (uvs.get(a), uvs.get(b), uvs.get(c)) else { continue };
+                let (Some(pa), Some(pb), Some(pc)) = (world(a), world(b), world(c)) else { continue };
                 if let Some((area, d)) = guv::texel_density([pa, pb, pc], [ua, ub, uc], w as f64, h as f64) {
                     let order = ((gi as u64) << 40) | samples.len() as u64;
                     samples.push(guv::Weighted { value: d, weight: area, order });

@@ -86,26 +86,27 @@ pub fn uv_islands(meshes: &[UvMesh<'_>]) -> Islands {
     drop((slot_key, slot_id));
     let points = points as usize;
 
-    // Triangle corners as point ids ([u32::MAX; 3]: unusable), and edges
-    // bucketed by their lower point id (counting sort), to be joined within
-    // each bucket by their higher id. Each array is freed once read: the
-    // point ids once the corners are made, the corners once the buckets are
-    // filled (which triangles are usable is kept in `island`), the buckets
-    // once joined; the union-find is made after the corners are freed.
+    // Edges bucketed by their lower point id (counting sort), to be joined
+    // within each bucket by their higher id. A triangle's corners as point
+    // ids ([u32::MAX; 3]: unusable) are read twice from the point ids, to
+    // count and to fill, rather than held in an array of their own (12
+    // bytes a triangle beside the buckets' 24: this check's peak, and the
+    // first phase's on a large mesh). Each array is freed once read: the
+    // point ids once the buckets are filled (which triangles are usable is
+    // kept in `island`), the buckets once joined.
     const NONE: [u32; 3] = [u32::MAX; 3];
     // In `island` until the labelling: a usable triangle not labelled yet.
     const USABLE: u32 = u32::MAX - 1;
     let total: usize = meshes.iter().map(|m| m.triangles.len()).sum();
-    let mut corners: Vec<[u32; 3]> = Vec::with_capacity(total);
+    let corners = |mi: usize, m: &UvMesh<'_>, t: [u32; 3]| match corner_uvs(m.uvs, t).filter(finite) {
+        Some(_) => t.map(|v| point[base[mi] + v as usize]),
+        None => NONE,
+    };
     let mut start = vec![0u32; points + 1];
     let edges_of = |c: [u32; 3]| [(c[0], c[1]), (c[1], c[2]), (c[2], c[0])].map(|(a, b)| (a.min(b), a.max(b)));
     for (mi, m) in meshes.iter().enumerate() {
         for &t in m.triangles {
-            let c = match corner_uvs(m.uvs, t).filter(finite) {
-                Some(_) => t.map(|v| point[base[mi] + v as usize]),
-                None => NONE,
-            };
-            corners.push(c);
+            let c = corners(mi, m, t);
             if c != NONE {
                 for (lo, hi) in edges_of(c) {
                     start[lo as usize + 1] += (lo != hi) as u32;
@@ -113,28 +114,31 @@ pub fn uv_islands(meshes: &[UvMesh<'_>]) -> Islands {
             }
         }
     }
-    drop(point);
     for i in 0..points {
         start[i + 1] += start[i];
     }
     let mut fill = start.clone();
     let mut entries = vec![(0u32, 0u32); start[points] as usize];
     let mut island = vec![u32::MAX; total];
-    for (t, &c) in corners.iter().enumerate() {
-        if c == NONE {
-            continue;
-        }
-        island[t] = USABLE;
-        for (lo, hi) in edges_of(c) {
-            if lo != hi {
-                let f = &mut fill[lo as usize];
-                entries[*f as usize] = (hi, t as u32);
-                *f += 1;
+    let mut t = 0usize;
+    for (mi, m) in meshes.iter().enumerate() {
+        for &tri in m.triangles {
+            let c = corners(mi, m, tri);
+            if c != NONE {
+                island[t] = USABLE;
+                for (lo, hi) in edges_of(c) {
+                    if lo != hi {
+                        let f = &mut fill[lo as usize];
+                        entries[*f as usize] = (hi, t as u32);
+                        *f += 1;
+                    }
+                }
             }
+            t += 1;
         }
     }
     drop(fill);
-    drop(corners);
+    drop(point);
     let mut sets = UnionFind::new(total);
     for p in 0..points {
         let bucket = &mut entries[start[p] as usize..start[p + 1] as usize];
