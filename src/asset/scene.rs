@@ -236,19 +236,7 @@ impl Scene {
         if self.world.get().is_some() || self.world_mesh_bytes() > self.geometry_budget {
             return;
         }
-        let total_points: usize = self.instances.iter().map(|i| self.primitives[i.primitive].positions.len()).sum();
-        let total_tris: usize = self.instances.iter().map(|i| self.primitives[i.primitive].triangles.len()).sum();
-        let mut points = Vec::with_capacity(total_points);
-        let mut first_point = Vec::with_capacity(self.instances.len());
-        let mut first_triangle = Vec::with_capacity(self.instances.len());
-        let mut tris = 0u32;
-        for inst in &self.instances {
-            let prim = &self.primitives[inst.primitive];
-            first_point.push(points.len());
-            first_triangle.push(tris);
-            points.par_extend(prim.positions.par_iter().map(|p| mat4::transform_point(&inst.world, *p)));
-            tris += prim.triangles.len() as u32;
-        }
+        let (points, first_point, first_triangle, total_tris) = self.world_points();
         let mirrored: Vec<bool> = self.instances.iter().map(Instance::mirrored).collect();
         // The positions are in the points now; the triangles are taken out
         // of the primitives (a move) and freed once welded.
@@ -322,11 +310,12 @@ impl Scene {
         let _ = self.world.set(Ok(mesh));
     }
 
-    fn build_world_mesh(&self, tolerance: f64) -> WorldMesh {
+    /// Every instance's points in world space, instance by instance (held
+    /// only while they are welded), each instance's first point and first
+    /// triangle, and the triangles drawn.
+    fn world_points(&self) -> (Vec<[f64; 3]>, Vec<usize>, Vec<u32>, usize) {
         let total_points: usize = self.instances.iter().map(|i| self.primitives[i.primitive].positions.len()).sum();
         let total_tris: usize = self.instances.iter().map(|i| self.primitives[i.primitive].triangles.len()).sum();
-        // Every instance's points in world space, held only while they are
-        // welded; the welded triangles are read from the primitives.
         let mut points = Vec::with_capacity(total_points);
         let mut first_point = Vec::with_capacity(self.instances.len());
         let mut first_triangle = Vec::with_capacity(self.instances.len());
@@ -338,6 +327,12 @@ impl Scene {
             points.par_extend(prim.positions.par_iter().map(|p| mat4::transform_point(&inst.world, *p)));
             tris += prim.triangles.len() as u32;
         }
+        (points, first_point, first_triangle, total_tris)
+    }
+
+    fn build_world_mesh(&self, tolerance: f64) -> WorldMesh {
+        // The welded triangles are read from the primitives.
+        let (points, first_point, first_triangle, total_tris) = self.world_points();
         let topology = Topology::build_owned(points, tolerance, |welded| {
             let mut out = Vec::with_capacity(total_tris);
             for (inst, &base) in self.instances.iter().zip(&first_point) {
