@@ -158,18 +158,43 @@ impl WorldMesh {
 /// when `mirrored`), and whether it repeats a vertex index.
 #[inline]
 fn corners(inst: &Instance, mirrored: bool, prim: &Primitive, tri: [u32; 3]) -> ([[f64; 3]; 3], bool) {
+    let (p, m) = (&prim.positions, &inst.world);
+    wound_corners(tri, mirrored, |i| mat4::transform_point(m, p[i as usize]))
+}
+
+/// Triangle `tri`'s corners as wound (flipped when `mirrored`), each read
+/// by `point`, and whether it repeats a vertex index. Always inlined: as a
+/// call per corner (through `array::map`) the three transforms were three
+/// times TOP-003's own work in a profile.
+#[inline(always)]
+fn wound_corners(tri: [u32; 3], mirrored: bool, point: impl Fn(u32) -> [f64; 3]) -> ([[f64; 3]; 3], bool) {
     let repeated = tri[0] == tri[1] || tri[1] == tri[2] || tri[0] == tri[2];
     let [a, b, c] = if mirrored { [tri[0], tri[2], tri[1]] } else { tri };
-    // Written out: through `array::map` the three transforms were calls
-    // (a profile showed them at three times TOP-003's own work).
-    let p = &prim.positions;
-    let m = &inst.world;
-    let corners = [
-        mat4::transform_point(m, p[a as usize]),
-        mat4::transform_point(m, p[b as usize]),
-        mat4::transform_point(m, p[c as usize]),
-    ];
-    (corners, repeated)
+    ([point(a), point(b), point(c)], repeated)
+}
+
+/// Every instance's triangles over welded vertices, instance by instance
+/// (a mirroring instance's flipped: glTF 2.0, 3.7.4), given each world
+/// point's welded vertex (`welded`), each instance's first point and each
+/// primitive's triangles (`triangles_of`).
+fn welded_triangles<'t>(
+    instances: &[Instance],
+    first_point: &[usize],
+    welded: &[u32],
+    total: usize,
+    triangles_of: impl Fn(usize) -> &'t [[u32; 3]],
+) -> Vec<[u32; 3]> {
+    let mut out = Vec::with_capacity(total);
+    for (inst, &base) in instances.iter().zip(first_point) {
+        let w = &welded[base..];
+        let tris = triangles_of(inst.primitive);
+        if inst.mirrored() {
+            out.par_extend(tris.par_iter().map(|t| [t[0], t[2], t[1]].map(|i| w[i as usize])));
+        } else {
+            out.par_extend(tris.par_iter().map(|t| t.map(|i| w[i as usize])));
+        }
+    }
+    out
 }
 
 impl Scene {
@@ -251,12 +276,8 @@ impl Scene {
             .collect();
         // Every triangle's corners from the points: the numbers `corners`
         // gives (the same transform of the same positions), in triangle order.
-        let corners_of = |ii: usize, tri: [u32; 3]| -> ([[f64; 3]; 3], bool) {
-            let repeated = tri[0] == tri[1] || tri[1] == tri[2] || tri[0] == tri[2];
-            let [a, b, c] = if mirrored[ii] { [tri[0], tri[2], tri[1]] } else { tri };
-            let base = first_point[ii];
-            ([points[base + a as usize], points[base + b as usize], points[base + c as usize]], repeated)
-        };
+        let corners_of =
+            |ii: usize, tri: [u32; 3]| wound_corners(tri, mirrored[ii], |i| points[first_point[ii] + i as usize]);
         let each = |ii: usize| &triangles[self.instances[ii].primitive];
         let mut degenerate = Vec::with_capacity(total_tris);
         for ii in 0..self.instances.len() {
@@ -276,27 +297,10 @@ impl Scene {
             quality_summary(q)
         });
         let instances = &self.instances;
-        let topology = Topology::build_owned(points, tolerance, |welded| {
-            let mut out = Vec::with_capacity(total_tris);
-            let mut triangles: Vec<Option<Vec<[u32; 3]>>> = triangles.into_iter().map(Some).collect();
-            // A primitive drawn by several instances is freed after its last.
-            let mut last = vec![usize::MAX; triangles.len()];
-            for (ii, inst) in instances.iter().enumerate() {
-                last[inst.primitive] = ii;
-            }
-            for (ii, (inst, &base)) in instances.iter().zip(&first_point).enumerate() {
-                let Some(tris) = triangles[inst.primitive].as_ref() else { continue };
-                let w = &welded[base..];
-                // A mirroring transform reverses the winding (glTF 2.0, 3.7.4).
-                if inst.mirrored() {
-                    out.par_extend(tris.par_iter().map(|t| [t[0], t[2], t[1]].map(|i| w[i as usize])));
-                } else {
-                    out.par_extend(tris.par_iter().map(|t| t.map(|i| w[i as usize])));
-                }
-                if last[inst.primitive] == ii {
-                    triangles[inst.primitive] = None;
-                }
-            }
+        let topology = Topology::build_owned(points, tolerance, move |welded| {
+            let out = welded_triangles(instances, &first_point, welded, total_tris, |p| &triangles[p]);
+            // Freed before the edge map is built.
+            drop(triangles);
             out
         });
         let mesh = WorldMesh {
@@ -334,18 +338,7 @@ impl Scene {
         // The welded triangles are read from the primitives.
         let (points, first_point, first_triangle, total_tris) = self.world_points();
         let topology = Topology::build_owned(points, tolerance, |welded| {
-            let mut out = Vec::with_capacity(total_tris);
-            for (inst, &base) in self.instances.iter().zip(&first_point) {
-                let prim = &self.primitives[inst.primitive];
-                let w = &welded[base..];
-                // A mirroring transform reverses the winding (glTF 2.0, 3.7.4).
-                if inst.mirrored() {
-                    out.par_extend(prim.triangles.par_iter().map(|t| [t[0], t[2], t[1]].map(|i| w[i as usize])));
-                } else {
-                    out.par_extend(prim.triangles.par_iter().map(|t| t.map(|i| w[i as usize])));
-                }
-            }
-            out
+            welded_triangles(&self.instances, &first_point, welded, total_tris, |p| &self.primitives[p].triangles)
         });
         let mirrored = self.instances.iter().map(Instance::mirrored).collect();
         WorldMesh {

@@ -318,7 +318,7 @@ impl Topology {
         // held beside a second copy of the directed edges. Counted first, on
         // the thread pool, so that the starts are allocated once; written in
         // one sequential pass, which an in-place write needs.
-        let per_chunk: usize = starts
+        let edge_count: usize = starts
             .par_iter()
             .map(|&s| {
                 let (hi, offset) = (&hi, &offset);
@@ -331,7 +331,7 @@ impl Topology {
                 n
             })
             .sum();
-        let mut edge_start: Vec<u32> = Vec::with_capacity(per_chunk);
+        let mut edge_start: Vec<u32> = Vec::with_capacity(edge_count);
         let mut first = vec![0u32; nv + 1];
         let mut k = 0usize;
         for lo in 0..nv {
@@ -347,7 +347,7 @@ impl Topology {
             }
             first[lo + 1] = k as u32;
         }
-        debug_assert_eq!(k, per_chunk);
+        debug_assert_eq!(k, edge_count);
         hi.truncate(k);
         hi.shrink_to_fit();
         drop(offset);
@@ -652,13 +652,7 @@ fn orient(triangles: &[[u32; 3]], collapsed: &[bool], edges: &Edges, edge_faces:
     // three neighbours a triangle (12 bytes a triangle). They are visited in
     // edge order, as the table listed them, so the walk and the windings are
     // the same.
-    let first = edges.first_edges();
-    let edge_of = |u: u32, v: u32| -> usize {
-        let (lo, hi) = (u.min(v), u.max(v));
-        let from = first[lo as usize] as usize;
-        let to = first[lo as usize + 1] as usize;
-        from + edges.larger[from..to].iter().position(|&e| e == hi).expect("every edge of a triangle is in the map")
-    };
+    let edge_of = |u: u32, v: u32| edges.find(u, v);
     // Neighbour `<< 1 | same direction` across each manifold edge of `t`, in edge order.
     let neighbours = |t: u32| -> ([u32; 3], usize) {
         let [a, b, c] = triangles[t as usize];
