@@ -48,48 +48,88 @@ fn error_value(o: &FileResult, with_file: bool) -> serde_json::Value {
 /// array in path order for several, where a failed input is
 /// `{"error": {...}, "file": PATH}`.
 pub fn json(outcomes: &[FileResult], single: bool) -> String {
-    json_joined(outcomes.iter().map(|o| json_entry(o, single)).collect(), single)
+    json_joined(&outcomes.iter().map(|o| json_entry(o, single)).collect::<Vec<_>>(), single)
 }
 
 /// One input's part of [`json`]: its report (or error envelope) as
-/// pretty-printed JSON at the top level, without a trailing newline.
-/// Serialised straight from the report, not through a `serde_json::Value`
-/// (the same text without building and freeing a tree of maps), so a
-/// folder run can render each file's part on the worker that checked it
-/// while the other files are still being checked.
+/// pretty-printed JSON, without a trailing newline; for several inputs
+/// (`single` false) each line indented by two spaces, as it stands inside
+/// the array. Serialised straight from the report, not through a
+/// `serde_json::Value` (the same text without building and freeing a tree
+/// of maps), so a folder run renders each file's part, indentation
+/// included, on the worker that checked it while the other files are
+/// still being checked; what is left at the end is to write the parts out.
 pub fn json_entry(o: &FileResult, single: bool) -> String {
-    match &o.result {
-        Ok(r) => serde_json::to_string_pretty(r).expect("a report serialises"),
-        Err(_) => serde_json::to_string_pretty(&error_value(o, !single)).expect("JSON serialises"),
+    let mut out = Vec::with_capacity(4096);
+    let mut indented = Indented { out: &mut out, indent: !single };
+    let written = match &o.result {
+        Ok(r) => serde_json::to_writer_pretty(&mut indented, r),
+        Err(_) => serde_json::to_writer_pretty(&mut indented, &error_value(o, !single)),
+    };
+    written.expect("a report serialises");
+    String::from_utf8(out).expect("serde_json writes UTF-8")
+}
+
+/// A writer that copies its bytes, with two spaces after every newline
+/// when `indent` is set: serde_json's pretty printer at the top level made
+/// to print one level deeper. The printer writes a newline only between
+/// tokens (a string's newlines are escaped), so no string is changed.
+struct Indented<'a> {
+    out: &'a mut Vec<u8>,
+    indent: bool,
+}
+
+impl Write for Indented<'_> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        if !self.indent {
+            self.out.extend_from_slice(buf);
+            return Ok(buf.len());
+        }
+        for (i, line) in buf.split(|&b| b == b'\n').enumerate() {
+            if i > 0 {
+                self.out.extend_from_slice(b"\n  ");
+            }
+            self.out.extend_from_slice(line);
+        }
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
     }
 }
 
 /// [`json`] from the parts [`json_entry`] rendered, in path order: the one
 /// part for a single input, else the array serde_json's pretty printer
-/// writes (each part's lines indented by two spaces; a part has no raw
-/// newline inside a string, JSON escapes them).
-pub fn json_joined(entries: Vec<String>, single: bool) -> String {
+/// writes around the (already indented) parts.
+pub fn json_joined(entries: &[String], single: bool) -> String {
+    let mut out = Vec::with_capacity(entries.iter().map(|e| e.len() + 4).sum::<usize>() + 4);
+    let _ = write_json_joined(&mut out, entries, single);
+    String::from_utf8(out).expect("the parts are UTF-8")
+}
+
+/// Writes [`json_joined`]'s text to `w` part by part, without first making
+/// one string of it (a folder's array can be tens of megabytes).
+pub fn write_json_joined(w: &mut impl Write, entries: &[String], single: bool) -> std::io::Result<()> {
     if single {
-        let mut s = entries.into_iter().next().unwrap_or_default();
-        s.push('\n');
-        return s;
+        w.write_all(entries.first().map_or("", String::as_str).as_bytes())?;
+        return w.write_all(b"\n");
     }
     if entries.is_empty() {
-        return "[]\n".into();
+        return w.write_all(b"[]\n");
     }
-    let mut s = String::with_capacity(entries.iter().map(|e| e.len() + e.len() / 16 + 4).sum::<usize>() + 4);
-    s.push('[');
     for (i, e) in entries.iter().enumerate() {
-        s.push_str(if i == 0 { "\n  " } else { ",\n  " });
-        for (j, line) in e.split('\n').enumerate() {
-            if j > 0 {
-                s.push_str("\n  ");
-            }
-            s.push_str(line);
-        }
+        w.write_all(if i == 0 { b"[\n  " } else { b",\n  " })?;
+        w.write_all(e.as_bytes())?;
     }
-    s.push_str("\n]\n");
-    s
+    w.write_all(b"\n]\n")
+}
+
+/// [`write_json_joined`] to standard output, ignoring a closed pipe (as [`emit`]).
+pub fn emit_json_joined(entries: &[String], single: bool) {
+    let mut out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
+    let _ = write_json_joined(&mut out, entries, single);
+    let _ = out.flush();
 }
 
 /// Writes one `NAME.report.json` per input under `dir`.
