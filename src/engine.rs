@@ -163,8 +163,13 @@ pub fn validate_gated(
 
 /// [`validate_with_stills`] of an input read from `path`, a plain file on
 /// disk (as [`Input::from_path`] reads it): SPEC-001's validator reads the
-/// file itself instead of taking its bytes through a pipe (and takes them
-/// after all if the file changed in between), so the findings are the same.
+/// file itself instead of taking its bytes through a pipe, so the findings
+/// are the same. Up to [`HELD_MAX_BYTES`] the bytes are held for it, and
+/// piped after all should the file change in size in between; a larger
+/// file is validated as a stored one ([`validate_stored_with_stills`]): its
+/// bytes are freed once loaded, and should Node not read it as announced it
+/// is read again, SPEC-001 skipping with the reason if it is gone or has
+/// another size.
 pub fn validate_file_with_stills(input: Input, path: &Path, opts: &Options) -> Result<(Report, Option<Rendered>)> {
     validate_source(input, Origin::File(path), opts, &|| Ok(()))
 }
@@ -178,6 +183,14 @@ pub fn validate_file_with_stills(input: Input, path: &Path, opts: &Options) -> R
 pub fn validate_stored_with_stills(input: Input, path: &Path, opts: &Options) -> Result<(Report, Option<Rendered>)> {
     validate_source(input, Origin::Stored(path), opts, &|| Ok(()))
 }
+
+/// The largest plain file whose bytes are held for SPEC-001's validator
+/// while the checks run ([`validate_file_with_stills`]). Past it, holding
+/// them would add the file's whole size to the peak (the 32 MB sphere of
+/// `cargo bench --bench scale`: 124 MB held, 104 MB not) to guard against a
+/// file edited during its own validation; below it the bytes cost little
+/// and a folder run begins validations ahead with them.
+pub const HELD_MAX_BYTES: usize = 16 << 20;
 
 /// Where an input's bytes came from.
 #[derive(Debug, Clone, Copy)]
@@ -211,6 +224,11 @@ fn validate_source(
         opts.drawer.ready()?;
     }
     let validator = opts.spec_validator()?;
+    // A large plain file is not held for the validator (see HELD_MAX_BYTES).
+    let origin = match origin {
+        Origin::File(path) if input.bytes.len() > HELD_MAX_BYTES => Origin::Stored(path),
+        origin => origin,
+    };
     if let Some(e) = validator.as_ref().and_then(|v| v.failed()) {
         // The validator could not be loaded: an environment error, for every file.
         return Err(e);

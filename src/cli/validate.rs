@@ -383,8 +383,10 @@ fn threads(args: &ValidateArgs) -> usize {
     args.jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())).max(1)
 }
 
-/// The largest file whose validation a folder run begins ahead of its turn.
-pub const AHEAD_MAX_BYTES: u64 = 16 << 20;
+/// The largest file whose validation a folder run begins ahead of its turn:
+/// the largest whose bytes the engine holds for the validator
+/// ([`engine::HELD_MAX_BYTES`]), since a validation begun ahead holds them.
+pub const AHEAD_MAX_BYTES: u64 = engine::HELD_MAX_BYTES as u64;
 
 /// Begins the reference validator's work on `job` before a worker takes it
 /// (`Validator::begin_ahead`): each worker begins its next file as it
