@@ -403,13 +403,48 @@ fn run_checks_freeing(
 /// `malloc_trim`): the first phase's arrays, freed in the middle of the
 /// heap, would otherwise stay resident while the mesh is built beside them
 /// (the 32 MB sphere's peak: 102-110 MB without, 99-102 MB with; five
-/// interleaved runs each, BENCHMARKS.md).
-fn release_free_memory() {
+/// interleaved runs each, BENCHMARKS.md). The service also calls it after
+/// each engine task, so that one job's freed arrays are not the resident
+/// floor under the next job's peak.
+pub fn release_free_memory() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     // SAFETY: malloc_trim only returns free pages to the system; it touches
     // no memory the program holds.
     unsafe {
         libc::malloc_trim(0);
+    }
+}
+
+/// The size from which glibc serves a block from a mapping of its own,
+/// returned to the system when freed ([`steady_large_blocks`]).
+pub const STEADY_MMAP_THRESHOLD: usize = 4 << 20;
+
+/// Makes glibc serve every block of [`STEADY_MMAP_THRESHOLD`] or more from
+/// a mapping of its own, for the rest of the process, instead of letting
+/// the threshold rise (glibc raises it to the size of each mapped block
+/// freed, up to 32 MiB, and the large arrays of the next input then come
+/// from the heap, whose freed middle stays resident). The service calls it
+/// at start: after its first large job every later job's arrays came from
+/// the heap, and a 32 MB sphere's job peaked at 103-116 MB instead of
+/// 89-93 (64 MB: 182-211 against 163). The CLI calls it when an input is
+/// larger than [`HELD_MAX_BYTES`] (the 32 MB sphere: 87-92 -> 84 MB, for
+/// about 8 % more CPU, the kernel zeroing fresh pages); a folder of small
+/// files keeps glibc's rising threshold, which is faster there
+/// (BENCHMARKS.md, "Sixth step"). A user who sets the threshold
+/// (`MALLOC_MMAP_THRESHOLD_`, or `mmap_threshold` in `GLIBC_TUNABLES`)
+/// keeps it.
+pub fn steady_large_blocks() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    {
+        let chosen = std::env::var_os("MALLOC_MMAP_THRESHOLD_").is_some()
+            || std::env::var("GLIBC_TUNABLES").is_ok_and(|t| t.contains("glibc.malloc.mmap_threshold"));
+        if !chosen {
+            // SAFETY: mallopt only sets an allocator parameter (under the
+            // allocator's own lock).
+            unsafe {
+                libc::mallopt(libc::M_MMAP_THRESHOLD, STEADY_MMAP_THRESHOLD as libc::c_int);
+            }
+        }
     }
 }
 
@@ -923,4 +958,23 @@ pub fn vision_stills_from_dir(dir: &std::path::Path) -> Result<Vec<vision::Still
         )));
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    /// After [`super::steady_large_blocks`], a block past the threshold is
+    /// a mapping of its own even once a larger mapped block was freed
+    /// (which, left to glibc, raises the threshold past it and serves it
+    /// from the heap). glibc gives a mapped block the rest of its last
+    /// page: its usable size is 16 bytes short of a whole number of pages.
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    #[test]
+    fn blocks_past_the_steady_threshold_are_mapped_after_a_larger_one_is_freed() {
+        super::steady_large_blocks();
+        drop(std::hint::black_box(vec![1u8; 16 << 20]));
+        let block: Vec<u8> = Vec::with_capacity(super::STEADY_MMAP_THRESHOLD + (1 << 20) + 1);
+        // SAFETY: the pointer is a live block from malloc.
+        let usable = unsafe { libc::malloc_usable_size(block.as_ptr() as *mut libc::c_void) };
+        assert_eq!(usable % 4096, 4096 - 16, "usable size {usable}");
+    }
 }

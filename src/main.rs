@@ -7,10 +7,12 @@
 //! 50, which cut the geometry pass on a 1M-triangle mesh by about a quarter
 //! (BENCHMARKS.md). Where the kernel has huge pages off, the call does nothing.
 //!
-//! glibc's mmap threshold is left to glibc. A fixed 1 MiB threshold lowered
-//! the peak of a 36 MB GLB by about 40 MB but made folder runs of small files
-//! 10-20 % slower (every 4 MB UV raster mapped, zeroed and unmapped again);
-//! BENCHMARKS.md, "Memory and throughput by size".
+//! glibc's mmap threshold is left to glibc here. A fixed 1 MiB threshold
+//! lowered the peak of a 36 MB GLB by about 40 MB but made folder runs of
+//! small files 10-20 % slower (every 4 MB UV raster mapped, zeroed and
+//! unmapped again); BENCHMARKS.md, "Memory and throughput by size". The
+//! service, and the CLI given an input over 16 MiB, fix it at 4 MiB
+//! (`engine::steady_large_blocks`).
 //!
 //! glibc's malloc keeps one arena (heap) per thread, up to eight per core:
 //! what a check frees on one pool thread could not be reused by the next
