@@ -109,8 +109,9 @@ pub struct WorldMesh {
     /// Degenerate flag per triangle (see `checks::geo::degenerate`), computed once.
     pub degenerate: OnceLock<Vec<bool>>,
     /// TOP-003's quality summary ([`quality_summary`]), when it was computed
-    /// while the mesh was built ([`Scene::build_world_mesh_freeing`]).
-    pub regularity: OnceLock<Option<(f64, f64, usize)>>,
+    /// while the mesh was built ([`Scene::build_world_mesh_freeing`]); set
+    /// there or never, so a plain field.
+    pub regularity: Option<Option<(f64, f64, usize)>>,
 }
 
 impl WorldMesh {
@@ -309,7 +310,7 @@ impl Scene {
             mirrored,
             topology,
             degenerate: OnceLock::from(degenerate),
-            regularity: summary.map_or_else(OnceLock::new, OnceLock::from),
+            regularity: summary,
         };
         let _ = self.world.set(Ok(mesh));
     }
@@ -347,7 +348,7 @@ impl Scene {
             mirrored,
             topology,
             degenerate: OnceLock::new(),
-            regularity: OnceLock::new(),
+            regularity: None,
         }
     }
 

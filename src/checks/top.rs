@@ -347,8 +347,8 @@ pub fn triangle_regularity(cx: &Ctx<'_>) -> CheckOutput {
     };
     // Computed while the mesh was built when the engine freed the scene's
     // geometry (Scene::build_world_mesh_freeing), else from the corners now.
-    let summary = match w.regularity.get() {
-        Some(s) => *s,
+    let summary = match w.regularity {
+        Some(s) => s,
         None => quality_summary(w.map_corners(&cx.asset.scene, |[a, b, c], _| shape(a, b, c).quality)),
     };
     let Some((mean, p5, n)) = summary else {
