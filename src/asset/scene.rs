@@ -342,14 +342,7 @@ impl Scene {
             welded_triangles(&self.instances, &first_point, welded, total_tris, |p| &self.primitives[p].triangles)
         });
         let mirrored = self.instances.iter().map(Instance::mirrored).collect();
-        WorldMesh {
-            tolerance,
-            first_triangle,
-            mirrored,
-            topology,
-            degenerate: OnceLock::new(),
-            regularity: None,
-        }
+        WorldMesh { tolerance, first_triangle, mirrored, topology, degenerate: OnceLock::new(), regularity: None }
     }
 
     /// Triangles drawn, counted per instance.
