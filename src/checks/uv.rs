@@ -380,8 +380,7 @@ pub fn stretch(cx: &Ctx<'_>) -> CheckOutput {
                 let uv = [ua, ub, uc].map(|q| [q[0] as f64 * sx, q[1] as f64 * sy]);
                 if let Some((area, ratio)) = guv::triangle_stretch([pa, pb, pc], uv) {
                     stretched |= ratio > max_ratio;
-                    let order = samples.len() as u64;
-                    samples.push(guv::Weighted { value: ratio, weight: area, order });
+                    samples.push(guv::Weighted::new(ratio, area, samples.len()));
                 }
             }
         }
@@ -841,7 +840,10 @@ pub fn texel_density(cx: &Ctx<'_>) -> CheckOutput {
         drawn_primitives(cx).into_iter().map(|(p, i)| ((p.mesh, p.index), i)).collect();
     let mut all = Vec::new();
     let mut rows = Vec::with_capacity(groups.len());
-    for (gi, g) in groups.iter().enumerate() {
+    // Each sample's place among all the groups' (ties among equal densities
+    // go to the earlier group, then the earlier triangle).
+    let mut made = 0usize;
+    for g in &groups {
         let (w, h) = g.size();
         let mut samples = Vec::new();
         for p in &g.prims {
@@ -857,8 +859,8 @@ pub fn texel_density(cx: &Ctx<'_>) -> CheckOutput {
                 let (Some(&ua), Some(&ub), Some(&uc)) = (uvs.get(a), uvs.get(b), uvs.get(c)) else { continue };
                 let (Some(pa), Some(pb), Some(pc)) = (world(a), world(b), world(c)) else { continue };
                 if let Some((area, d)) = guv::texel_density([pa, pb, pc], [ua, ub, uc], w as f64, h as f64) {
-                    let order = ((gi as u64) << 40) | samples.len() as u64;
-                    samples.push(guv::Weighted { value: d, weight: area, order });
+                    samples.push(guv::Weighted::new(d, area, made));
+                    made += 1;
                 }
             }
         }
