@@ -186,10 +186,12 @@ pub fn validate_stored_with_stills(input: Input, path: &Path, opts: &Options) ->
 
 /// The largest plain file whose bytes are held for SPEC-001's validator
 /// while the checks run ([`validate_file_with_stills`]). Past it, holding
-/// them would add the file's whole size to the peak (the 32 MB sphere of
-/// `cargo bench --bench scale`: 124 MB held, 104 MB not) to guard against a
-/// file edited during its own validation; below it the bytes cost little
-/// and a folder run begins validations ahead with them.
+/// them would add the file's whole size to the peak (the CLI on the 32 MB
+/// sphere of `cargo bench --bench scale`: 115-123 MB held, 86-92 MB not) to
+/// guard against a file edited during its own validation; below it the
+/// bytes cost little and a folder run begins validations ahead with them.
+/// Inputs past it also get [`steady_large_blocks`] and, once done,
+/// [`release_free_memory`].
 pub const HELD_MAX_BYTES: usize = 16 << 20;
 
 /// Where an input's bytes came from.
@@ -218,6 +220,30 @@ fn validate_source(
     opts: &Options,
     gate: &(dyn Fn() -> Result<()> + Sync),
 ) -> Result<(Report, Option<Rendered>)> {
+    // A large input's arrays in mappings of their own, and what it freed
+    // handed back once it is done, so that it is not the floor under the
+    // next input's peak (a folder run, the service's next job). Small
+    // inputs keep glibc's defaults, faster there, and skip the hand-back
+    // (malloc_trim walks every free block: milliseconds on a busy heap).
+    let large = input.bytes.len() > HELD_MAX_BYTES;
+    if large {
+        steady_large_blocks();
+    }
+    let out = validate_loaded(input, origin, opts, gate, large);
+    if large {
+        release_free_memory();
+    }
+    out
+}
+
+/// [`validate_source`], `large` when the input is over [`HELD_MAX_BYTES`].
+fn validate_loaded(
+    input: Input,
+    origin: Origin<'_>,
+    opts: &Options,
+    gate: &(dyn Fn() -> Result<()> + Sync),
+    large: bool,
+) -> Result<(Report, Option<Rendered>)> {
     let renders = opts.renders();
     #[cfg(feature = "render")]
     if renders {
@@ -226,7 +252,7 @@ fn validate_source(
     let validator = opts.spec_validator()?;
     // A large plain file is not held for the validator (see HELD_MAX_BYTES).
     let origin = match origin {
-        Origin::File(path) if input.bytes.len() > HELD_MAX_BYTES => Origin::Stored(path),
+        Origin::File(path) if large => Origin::Stored(path),
         origin => origin,
     };
     if let Some(e) = validator.as_ref().and_then(|v| v.failed()) {
@@ -403,10 +429,11 @@ fn run_checks_freeing(
 /// `malloc_trim`): the first phase's arrays, freed in the middle of the
 /// heap, would otherwise stay resident while the mesh is built beside them
 /// (the 32 MB sphere's peak: 102-110 MB without, 99-102 MB with; five
-/// interleaved runs each, BENCHMARKS.md). The service also calls it after
-/// each engine task, so that one job's freed arrays are not the resident
-/// floor under the next job's peak.
-pub fn release_free_memory() {
+/// interleaved runs each, BENCHMARKS.md). Also called once an input over
+/// [`HELD_MAX_BYTES`] is done, so that its freed arrays are not the
+/// resident floor under the next input's peak (a server that had run a 32
+/// MB job idled 25 MB larger, not 42).
+fn release_free_memory() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     // SAFETY: malloc_trim only returns free pages to the system; it touches
     // no memory the program holds.
@@ -426,11 +453,11 @@ pub const STEADY_MMAP_THRESHOLD: usize = 4 << 20;
 /// from the heap, whose freed middle stays resident). The service calls it
 /// at start: after its first large job every later job's arrays came from
 /// the heap, and a 32 MB sphere's job peaked at 103-116 MB instead of
-/// 89-93 (64 MB: 182-211 against 163). The CLI calls it when an input is
-/// larger than [`HELD_MAX_BYTES`] (the 32 MB sphere: 87-92 -> 84 MB, for
-/// about 8 % more CPU, the kernel zeroing fresh pages); a folder of small
-/// files keeps glibc's rising threshold, which is faster there
-/// (BENCHMARKS.md, "Sixth step"). A user who sets the threshold
+/// 89-94 (64 MB: 182-211 against 161-163). The engine calls it for an
+/// input larger than [`HELD_MAX_BYTES`] (the CLI on the 32 MB sphere:
+/// 87-92 -> 84 MB, for 0-8 % more CPU, the kernel zeroing fresh pages); a
+/// folder of small files keeps glibc's rising threshold, which is faster
+/// there (BENCHMARKS.md, "Sixth step"). A user who sets the threshold
 /// (`MALLOC_MMAP_THRESHOLD_`, or `mmap_threshold` in `GLIBC_TUNABLES`)
 /// keeps it.
 pub fn steady_large_blocks() {

@@ -11,8 +11,8 @@
 //! lowered the peak of a 36 MB GLB by about 40 MB but made folder runs of
 //! small files 10-20 % slower (every 4 MB UV raster mapped, zeroed and
 //! unmapped again); BENCHMARKS.md, "Memory and throughput by size". The
-//! service, and the CLI given an input over 16 MiB, fix it at 4 MiB
-//! (`engine::steady_large_blocks`).
+//! service at start, and the engine for any input over 16 MiB, fix it at
+//! 4 MiB (`engine::steady_large_blocks`).
 //!
 //! glibc's malloc keeps one arena (heap) per thread, up to eight per core:
 //! what a check frees on one pool thread could not be reused by the next

@@ -5,7 +5,7 @@
 //! `measured`, never on `message`.
 
 use crate::testkit::{Doc, Mesh, Node, Prim, cube, quad, sphere};
-use crate::util::{check, measured_f64, validate_with};
+use crate::util::{self, check, measured_f64, validate_with};
 use meshcheck::engine::{Options, Selection};
 use meshcheck::report::{Report, Status};
 
@@ -353,13 +353,6 @@ fn new_checks_follow_only_and_skip() {
     }
 }
 
-/// A report as JSON without its `created_at`, for comparing two runs.
-fn without_created_at(r: &Report) -> serde_json::Value {
-    let mut v = serde_json::to_value(r).unwrap();
-    v.as_object_mut().unwrap().remove("created_at");
-    v
-}
-
 /// A mesh large enough for the two phases (`engine::PHASED_WORLD_BYTES`),
 /// with normals and UVs that the first phase reads and the second runs
 /// without (`Scene::free_surface_attributes`): `engine::validate`, which
@@ -375,7 +368,7 @@ fn a_large_mesh_checked_without_its_surface_attributes_gives_the_same_report() {
     assert!(p.normals.is_some() && p.has_uv(0), "the sphere has normals and UVs");
     let kept = meshcheck::engine::report_for(&asset, &opts);
     let freed = meshcheck::engine::validate(meshcheck::asset::Input::from_bytes("sphere.glb", glb), &opts).unwrap();
-    assert_eq!(without_created_at(&freed), without_created_at(&kept));
+    assert_eq!(util::report_without_timestamps(&freed), util::report_without_timestamps(&kept));
     // UV-005 measured the UVs (in the first phase, before they went).
     let islands = check(&freed, "UV-005");
     assert_ne!(islands.status, Status::Skipped, "{:?}", islands.measured);
@@ -418,7 +411,7 @@ fn a_large_scene_checked_with_its_geometry_freed_gives_the_same_report() {
     assert_eq!(asset.scene.instances.len(), 5, "two instances of mesh 0's two primitives, one of mesh 1's");
     let kept = meshcheck::engine::report_for(&asset, &opts);
     let freed = meshcheck::engine::validate(meshcheck::asset::Input::from_bytes("scene.glb", glb), &opts).unwrap();
-    assert_eq!(without_created_at(&freed), without_created_at(&kept));
+    assert_eq!(util::report_without_timestamps(&freed), util::report_without_timestamps(&kept));
     // The figures the corners give were measured, not skipped.
     assert!(measured_f64(check(&freed, "GEO-004"), "degenerate_triangles") >= 1.0, "{:?}", check(&freed, "GEO-004"));
     assert!(measured_f64(check(&freed, "GEO-003"), "flipped_face_count") > 0.0);

@@ -350,6 +350,14 @@ pub const STRETCH: CheckDef = CheckDef {
     run: stretch,
 };
 
+/// Vertex `i` of `p` placed by `inst`'s world transform, or `None` past its
+/// positions: corners placed as they are read (UV-004, UV-008), the same
+/// numbers as a placed copy of the positions, which held 24 bytes a vertex
+/// beside the samples (the first phase's peak on a large untextured mesh).
+fn placed<'a>(p: &'a Primitive, inst: &'a Instance) -> impl Fn(usize) -> Option<[f64; 3]> + 'a {
+    |i| p.positions.get(i).map(|&q| mat4::transform_point(&inst.world, q))
+}
+
 /// UV-004.
 pub fn stretch(cx: &Ctx<'_>) -> CheckOutput {
     let max_ratio = cx.profile.get(&MAX_STRETCH_RATIO);
@@ -360,10 +368,7 @@ pub fn stretch(cx: &Ctx<'_>) -> CheckOutput {
         if !p.uvs.iter().any(Option::is_some) {
             continue;
         }
-        // Corners are placed as they are read (the same numbers as a
-        // placed copy of the positions, which held 24 bytes a vertex beside
-        // the samples: the first phase's peak on a large untextured mesh).
-        let world = |i: usize| p.positions.get(i).map(|&q| mat4::transform_point(&inst.world, q));
+        let world = placed(p, inst);
         let mut stretched = false;
         for (set, uvs) in p.uvs.iter().enumerate() {
             let Some(uvs) = uvs else { continue };
@@ -851,8 +856,7 @@ pub fn texel_density(cx: &Ctx<'_>) -> CheckOutput {
             else {
                 continue;
             };
-            // Corners placed as they are read, as in UV-004.
-            let world = |i: usize| p.positions.get(i).map(|&q| mat4::transform_point(&inst.world, q));
+            let world = placed(p, inst);
             samples.reserve(p.triangles.len());
             for t in &p.triangles {
                 let [a, b, c] = t.map(|i| i as usize);

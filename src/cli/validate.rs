@@ -459,14 +459,6 @@ pub fn run(args: ValidateArgs) -> Result<i32> {
         return Err(Error::bad_request("`-` (standard input) may be given once"));
     }
     let plan = plan(&args, &jobs)?;
-    // A large input's arrays in mappings of their own (a lower peak, for a
-    // little more CPU); a folder of small files keeps glibc's default.
-    let large = |j: &Job| {
-        j.path.as_ref().and_then(|p| std::fs::metadata(p).ok()).is_some_and(|m| m.len() > engine::HELD_MAX_BYTES as u64)
-    };
-    if jobs.iter().any(large) {
-        engine::steady_large_blocks();
-    }
     let shots_dir: Option<PathBuf> =
         args.screenshots.then(|| args.output_dir.clone().unwrap_or_else(|| PathBuf::from(".")));
     let stdout_tty = std::io::stdout().is_terminal();
@@ -545,12 +537,9 @@ pub fn run(args: ValidateArgs) -> Result<i32> {
         output::write_reports(dir, &outcomes)?;
     }
     // Findings (what SARIF, the annotations, Markdown and the table list,
-    // and what a baseline is matched on) are made only where they are used:
-    // a JSON run of a thousand files does not build and drop them.
-    let uses_findings = accepted.is_some()
-        || args.write_baseline.is_some()
-        || !matches!(format, Format::Json | Format::Junit | Format::Html);
-    let found = uses_findings.then(|| {
+    // and what a baseline is matched on) are made the first time something
+    // reads them: a JSON run of a thousand files does not build and drop them.
+    let found = std::cell::LazyCell::new(|| {
         let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
         let mut found = findings::Run::new(&outcomes, &cwd);
         if let Some((path, b)) = &accepted {
@@ -558,53 +547,52 @@ pub fn run(args: ValidateArgs) -> Result<i32> {
         }
         found
     });
-    if let (Some(path), Some(found)) = (&args.write_baseline, &found) {
+    if let Some(path) = &args.write_baseline {
         Baseline::of(&found.findings).write(path)?;
     }
-    match (format, &found) {
-        // Written part by part, each rendered by its worker.
-        (Format::Json, _) => output::emit_json_joined(&json.into_iter().flatten().collect::<Vec<_>>(), single),
-        (Format::Junit, _) => output::emit(&output::junit(&outcomes)),
-        (Format::Html, _) => output::emit(&html::report_card(&outcomes, &visuals, single)),
-        (_, Some(found)) => output::emit(&listed(format, &outcomes, found, stdout_tty)?),
-        (_, None) => unreachable!("findings are made for every format that lists them"),
+    let text = match format {
+        Format::Json => {
+            // Written part by part, each rendered by its worker.
+            output::emit_json_joined(&json.into_iter().flatten().collect::<Vec<_>>(), single);
+            None
+        }
+        Format::Junit => Some(output::junit(&outcomes)),
+        Format::Table => {
+            let mut t = output::table_marked(&outcomes, diag::colour_on(stdout_tty), &found.accepted_rules());
+            if let Some(name) = &found.baseline {
+                let (accepted, new) = found.baseline_counts();
+                t.push_str(&format!("Baseline {name}: {accepted} findings accepted, {new} new\n"));
+            }
+            Some(t)
+        }
+        Format::Sarif => Some(sarif::sarif(&found)),
+        Format::Github => {
+            append_job_summary(&found)?;
+            Some(annotations::github(&found))
+        }
+        Format::Gitlab => Some(gitlab::gitlab(&found)),
+        Format::Markdown => Some(markdown::markdown(&found)),
+        Format::Html => Some(html::report_card(&outcomes, &visuals, single)),
+    };
+    if let Some(text) = text {
+        output::emit(&text);
     }
     // Each file is judged by its own fail_on (meshcheck.toml may set it per path).
     let warn_fails: Vec<bool> = plan.inputs.iter().map(|(_, fail_on)| *fail_on == FailOn::Warn).collect();
-    let code = match &found {
-        Some(found) if found.baseline.is_some() => baseline::exit_code(found, &warn_fails),
+    let code = if accepted.is_some() {
+        // Findings matched against the baseline (`baseline::apply`).
+        baseline::exit_code(&found, &warn_fails)
+    } else if args.write_baseline.is_some() {
         // Writing a baseline accepts everything it records.
-        _ if args.write_baseline.is_some() => 0,
-        _ => outcomes.iter().zip(&plan.inputs).map(|(o, (_, fail_on))| exit_code(o, *fail_on)).max().unwrap_or(0),
+        0
+    } else {
+        outcomes.iter().zip(&plan.inputs).map(|(o, (_, fail_on))| exit_code(o, *fail_on)).max().unwrap_or(0)
     };
     // The process exits next: the reports are left to it rather than freed
     // one map at a time (tens of milliseconds for a folder of a thousand).
     std::mem::forget(found);
     std::mem::forget(outcomes);
     Ok(code)
-}
-
-/// The text of a format made from the run's findings: the table, SARIF,
-/// GitHub annotations (and the job summary), GitLab Code Quality, Markdown.
-fn listed(format: Format, outcomes: &[FileResult], found: &findings::Run<'_>, stdout_tty: bool) -> Result<String> {
-    Ok(match format {
-        Format::Table => {
-            let mut t = output::table_marked(outcomes, diag::colour_on(stdout_tty), &found.accepted_rules());
-            if let Some(name) = &found.baseline {
-                let (accepted, new) = found.baseline_counts();
-                t.push_str(&format!("Baseline {name}: {accepted} findings accepted, {new} new\n"));
-            }
-            t
-        }
-        Format::Sarif => sarif::sarif(found),
-        Format::Github => {
-            append_job_summary(found)?;
-            annotations::github(found)
-        }
-        Format::Gitlab => gitlab::gitlab(found),
-        Format::Markdown => markdown::markdown(found),
-        Format::Json | Format::Junit | Format::Html => unreachable!("not a format made from findings"),
-    })
 }
 
 /// With `--format github` in a GitHub Actions job: appends the Markdown job

@@ -273,12 +273,7 @@ impl AppState {
             .map_err(|_| crate::error::Error::internal("the engine pool is closed"))?;
         tokio::task::spawn_blocking(move || {
             let _permit = permit;
-            let out = f();
-            // What the task freed goes back to the system now: held, it
-            // would be the floor under the next task's peak (a 32 MB job
-            // left the server 25 MB larger; BENCHMARKS.md).
-            crate::engine::release_free_memory();
-            out
+            f()
         })
         .await
         .map_err(|e| crate::error::Error::internal(format!("engine task failed: {e}")))

@@ -90,6 +90,11 @@ pub fn assert_schema_valid(v: &serde_json::Value) {
     assert!(errors.is_empty(), "report does not fit schemas/report.json: {errors:#?}");
 }
 
+/// A report as JSON without its `created_at`, for comparing two runs.
+pub fn report_without_timestamps(r: &Report) -> serde_json::Value {
+    without_timestamps(serde_json::to_value(r).expect("a report serialises"))
+}
+
 /// A report's JSON with `created_at` removed, for golden comparisons.
 pub fn without_timestamps(mut v: serde_json::Value) -> serde_json::Value {
     if let Some(m) = v.as_object_mut() {
