@@ -354,7 +354,7 @@ pub const STRETCH: CheckDef = CheckDef {
 /// positions: corners placed as they are read (UV-004, UV-008), the same
 /// numbers as a placed copy of the positions, which held 24 bytes a vertex
 /// beside the samples (the first phase's peak on a large untextured mesh).
-fn placed<'a>(p: &'a Primitive, inst: &'a Instance) -> impl Fn(usize) -> Option<[f64; 3]> + 'a {
+fn placed<'a>(p: &'a Primitive, inst: &'a Instance) -> impl Fn(usize) -> Option<[f64; 3]> + Sync + 'a {
     |i| p.positions.get(i).map(|&q| mat4::transform_point(&inst.world, q))
 }
 
@@ -362,7 +362,9 @@ fn placed<'a>(p: &'a Primitive, inst: &'a Instance) -> impl Fn(usize) -> Option<
 pub fn stretch(cx: &Ctx<'_>) -> CheckOutput {
     let max_ratio = cx.profile.get(&MAX_STRETCH_RATIO);
     let max_pct = cx.profile.get(&MAX_STRETCHED_AREA_PCT);
-    let mut per_set: BTreeMap<usize, Vec<guv::Weighted>> = BTreeMap::new();
+    // Per UV set: its samples, and the triangles visited so far (each
+    // sample is ordered by its triangle's place among them).
+    let mut per_set: BTreeMap<usize, (Vec<guv::Weighted>, usize)> = BTreeMap::new();
     let mut locations = Vec::new();
     for (p, inst) in drawn_primitives(cx) {
         if !p.uvs.iter().any(Option::is_some) {
@@ -376,18 +378,17 @@ pub fn stretch(cx: &Ctx<'_>) -> CheckOutput {
             let (w, h) = bound_texture(cx, p.material, set).unwrap_or((1, 1));
             let side = w.max(h) as f64;
             let (sx, sy) = (w as f64 / side, h as f64 / side);
-            let samples = per_set.entry(set).or_default();
-            samples.reserve(p.triangles.len());
-            for t in &p.triangles {
-                let [a, b, c] = t.map(|i| i as usize);
-                let (Some(&ua), Some(&ub), Some(&uc)) = (uvs.get(a), uvs.get(b), uvs.get(c)) else { continue };
-                let (Some(pa), Some(pb), Some(pc)) = (world(a), world(b), world(c)) else { continue };
+            let (samples, visited) = per_set.entry(set).or_default();
+            let start = samples.len();
+            guv::extend_measured(samples, p.triangles.len(), *visited, |ti| {
+                let [a, b, c] = p.triangles[ti].map(|i| i as usize);
+                let (Some(&ua), Some(&ub), Some(&uc)) = (uvs.get(a), uvs.get(b), uvs.get(c)) else { return None };
+                let (Some(pa), Some(pb), Some(pc)) = (world(a), world(b), world(c)) else { return None };
                 let uv = [ua, ub, uc].map(|q| [q[0] as f64 * sx, q[1] as f64 * sy]);
-                if let Some((area, ratio)) = guv::triangle_stretch([pa, pb, pc], uv) {
-                    stretched |= ratio > max_ratio;
-                    samples.push(guv::Weighted::new(ratio, area, samples.len()));
-                }
-            }
+                guv::triangle_stretch([pa, pb, pc], uv).map(|(area, ratio)| (ratio, area))
+            });
+            *visited += p.triangles.len();
+            stretched |= samples[start..].iter().any(|s| ({ s.value }) > max_ratio);
         }
         if stretched {
             locations.push(p.pointer());
@@ -397,7 +398,7 @@ pub fn stretch(cx: &Ctx<'_>) -> CheckOutput {
         return CheckOutput::Skipped(NO_UVS.into());
     }
     let mut rows: Vec<(usize, guv::StretchStats)> =
-        per_set.into_iter().map(|(set, mut s)| (set, guv::summarize_stretch(&mut s, max_ratio))).collect();
+        per_set.into_iter().map(|(set, (mut s, _))| (set, guv::summarize_stretch(&mut s, max_ratio))).collect();
     rows.sort_by(|a, b| b.1.stretched_area_pct.total_cmp(&a.1.stretched_area_pct));
     let p95 = |s: &guv::StretchStats| s.p95.map(|x| x.min(MAX_REPORTED_STRETCH));
     let p95_json = |s: &guv::StretchStats| p95(s).map_or(Value::Null, crate::report::num);
@@ -845,9 +846,10 @@ pub fn texel_density(cx: &Ctx<'_>) -> CheckOutput {
         drawn_primitives(cx).into_iter().map(|(p, i)| ((p.mesh, p.index), i)).collect();
     let mut all = Vec::new();
     let mut rows = Vec::with_capacity(groups.len());
-    // Each sample's place among all the groups' (ties among equal densities
-    // go to the earlier group, then the earlier triangle).
-    let mut made = 0usize;
+    // Each sample is ordered by its triangle's place among all the groups'
+    // triangles visited (ties among equal densities go to the earlier
+    // group, then the earlier triangle).
+    let mut visited = 0usize;
     for g in &groups {
         let (w, h) = g.size();
         let mut samples = Vec::new();
@@ -857,16 +859,13 @@ pub fn texel_density(cx: &Ctx<'_>) -> CheckOutput {
                 continue;
             };
             let world = placed(p, inst);
-            samples.reserve(p.triangles.len());
-            for t in &p.triangles {
-                let [a, b, c] = t.map(|i| i as usize);
-                let (Some(&ua), Some(&ub), Some(&uc)) = (uvs.get(a), uvs.get(b), uvs.get(c)) else { continue };
-                let (Some(pa), Some(pb), Some(pc)) = (world(a), world(b), world(c)) else { continue };
-                if let Some((area, d)) = guv::texel_density([pa, pb, pc], [ua, ub, uc], w as f64, h as f64) {
-                    samples.push(guv::Weighted::new(d, area, made));
-                    made += 1;
-                }
-            }
+            guv::extend_measured(&mut samples, p.triangles.len(), visited, |ti| {
+                let [a, b, c] = p.triangles[ti].map(|i| i as usize);
+                let (Some(&ua), Some(&ub), Some(&uc)) = (uvs.get(a), uvs.get(b), uvs.get(c)) else { return None };
+                let (Some(pa), Some(pb), Some(pc)) = (world(a), world(b), world(c)) else { return None };
+                guv::texel_density([pa, pb, pc], [ua, ub, uc], w as f64, h as f64).map(|(area, d)| (d, area))
+            });
+            visited += p.triangles.len();
         }
         rows.push((g, samples));
     }

@@ -471,8 +471,14 @@ impl Topology {
         // A chain or ring: walk away from `from` across each of its two
         // edges at `v` in turn, counting the triangles passed, until the
         // walk comes back round (a ring) or reaches a boundary edge.
+        // `from` is not collapsed: its two corners other than `v` (in an
+        // array, not a list allocated for every vertex of the mesh).
         let tri = self.triangles[from as usize];
-        let ends: Vec<u32> = tri.iter().copied().filter(|&w| w != v).collect();
+        let ends = match tri.iter().position(|&w| w == v) {
+            Some(0) => [tri[1], tri[2]],
+            Some(1) => [tri[0], tri[2]],
+            _ => [tri[0], tri[1]],
+        };
         let mut size = 1u32;
         for (k, &w0) in ends.iter().enumerate() {
             let (mut at, mut across) = (from, w0);

@@ -138,23 +138,30 @@ fn weld_sorted(points: &[[f64; 3]], tol: f64) -> Result<Welded, SortedMiss> {
     let cell_of = |p: &[f64; 3]| -> [i64; 3] {
         [(p[0] / cell).floor() as i64, (p[1] / cell).floor() as i64, (p[2] / cell).floor() as i64]
     };
-    let keys: Vec<u64> =
-        points
-            .par_iter()
-            .map(|p| {
-                if !p.iter().all(|v| v.is_finite()) { KEY_SKIP } else { CellMap::pack(cell_of(p)).unwrap_or(KEY_WIDE) }
-            })
-            .collect();
-    if keys.par_iter().any(|&k| k == KEY_WIDE) {
+    // (key, point) pairs written in place on the thread pool (one array of
+    // exactly n pairs: a filtered list grew by doubling, copying as it
+    // went, beside an array of the keys alone). Non-finite points carry
+    // KEY_SKIP, the largest key, so they sort last and are cut off.
+    let mut sorted: Vec<(u64, u32)> = points
+        .par_iter()
+        .enumerate()
+        .map(|(i, p)| {
+            let k =
+                if !p.iter().all(|v| v.is_finite()) { KEY_SKIP } else { CellMap::pack(cell_of(p)).unwrap_or(KEY_WIDE) };
+            (k, i as u32)
+        })
+        .collect();
+    if sorted.par_iter().any(|&(k, _)| k == KEY_WIDE) {
         return Err(SortedMiss::NotPackable);
     }
-    let mut sorted: Vec<(u64, u32)> =
-        keys.iter().enumerate().filter(|(_, k)| **k != KEY_SKIP).map(|(i, &k)| (k, i as u32)).collect();
-    drop(keys);
     sorted.par_sort_unstable();
-    // Runs of equal keys are cells: `cell_keys[c]` holds the points `sorted[starts[c]..starts[c + 1]]`.
-    let mut cell_keys = Vec::new();
-    let mut starts = Vec::new();
+    sorted.truncate(sorted.partition_point(|&(k, _)| k != KEY_SKIP));
+    // Runs of equal keys are cells: `cell_keys[c]` holds the points
+    // `sorted[starts[c]..starts[c + 1]]`. There are at most as many cells
+    // as points: room for them all is reserved (pages never written take
+    // no memory), so neither list is copied as it grows.
+    let mut cell_keys = Vec::with_capacity(sorted.len());
+    let mut starts = Vec::with_capacity(sorted.len() + 1);
     for (i, &(k, _)) in sorted.iter().enumerate() {
         if cell_keys.last() != Some(&k) {
             cell_keys.push(k);

@@ -1,7 +1,10 @@
 //! Texel stretch (UV-004): per triangle, the ratio of the singular values of
 //! the 3D-to-UV Jacobian ([`triangle_stretch`]), and their area-weighted
-//! summary ([`summarize_stretch`], [`weighted_quantile`]).
+//! summary ([`summarize_stretch`], [`weighted_quantile`]), and the
+//! per-triangle samples that UV-004 and UV-008 measure on the thread pool
+//! ([`extend_measured`]).
 
+use rayon::prelude::*;
 use std::cmp::Ordering;
 
 /// Singular values (s1, s2), s1 >= s2 >= 0, of the 2x2 matrix
@@ -80,7 +83,7 @@ pub struct Weighted {
     /// Its weight (>= 0).
     pub weight: f64,
     /// Tie-break among equal values: the sample's place in the order the
-    /// samples were made (a triangle's index among those measured).
+    /// samples were made (its triangle's index among those visited).
     pub order: u32,
 }
 
@@ -91,6 +94,40 @@ impl Weighted {
     pub fn new(value: f64, weight: f64, order: usize) -> Weighted {
         Weighted { value, weight, order: u32::try_from(order).unwrap_or(u32::MAX) }
     }
+}
+
+/// Appends to `out` the samples `measure` gives items `0..n` (`(value,
+/// weight)`, weight >= 0), measured on the thread pool and kept in item
+/// order; item `i`'s sample is ordered as `first_order + i` (so a caller
+/// that numbers its items in the order it visits them keeps ties in that
+/// order). Items without a sample (`None`) are left out: every item's slot
+/// is written in place, in the list's own memory, then the gaps are closed
+/// (no second list, and no copying as the list grows).
+pub fn extend_measured(
+    out: &mut Vec<Weighted>,
+    n: usize,
+    first_order: usize,
+    measure: impl Fn(usize) -> Option<(f64, f64)> + Sync + Send,
+) {
+    // A weight no sample has.
+    const GAP: f64 = -1.0;
+    let start = out.len();
+    out.par_extend((0..n).into_par_iter().map(|i| match measure(i) {
+        Some((value, weight)) => {
+            debug_assert!(weight >= 0.0, "a sample's weight is not negative");
+            Weighted::new(value, weight, first_order + i)
+        }
+        None => Weighted { value: 0.0, weight: GAP, order: 0 },
+    }));
+    let mut kept = start;
+    for at in start..out.len() {
+        let sample = out[at];
+        if sample.weight != GAP {
+            out[kept] = sample;
+            kept += 1;
+        }
+    }
+    out.truncate(kept);
 }
 
 fn by_value(a: &Weighted, b: &Weighted) -> Ordering {
@@ -206,6 +243,22 @@ mod tests {
         // Zero UV area on a real triangle: infinitely stretched.
         assert_eq!(triangle_stretch(RIGHT, [[0.0, 0.0], [1.0, 0.0], [2.0, 0.0]]).unwrap().1, f64::INFINITY);
         assert_eq!(triangle_stretch(RIGHT, [[0.3, 0.3]; 3]).unwrap().1, f64::INFINITY);
+    }
+
+    #[test]
+    fn measured_samples_keep_item_order_and_skip_gaps() {
+        // Every third item has no sample; the others are in item order,
+        // ordered from `first_order`, after what the list held.
+        let mut out = vec![Weighted::new(9.0, 1.0, 0)];
+        let n = 100_000;
+        extend_measured(&mut out, n, 7, |i| (i % 3 != 0).then(|| (i as f64, 0.5)));
+        assert_eq!(out.len(), 1 + (0..n).filter(|i| i % 3 != 0).count());
+        let expected = (0..n).filter(|i| i % 3 != 0).map(|i| Weighted::new(i as f64, 0.5, 7 + i));
+        assert!(out[1..].iter().copied().eq(expected));
+        assert_eq!(out[0], Weighted::new(9.0, 1.0, 0));
+        // Nothing measured: nothing added.
+        extend_measured(&mut out, 10, 0, |_| None);
+        assert_eq!(out.len(), 1 + (0..n).filter(|i| i % 3 != 0).count());
     }
 
     #[test]
