@@ -251,7 +251,7 @@ mod tests {
         // ordered from `first_order`, after what the list held.
         let mut out = vec![Weighted::new(9.0, 1.0, 0)];
         let n = 100_000;
-        extend_measured(&mut out, n, 7, |i| (i % 3 != 0).then(|| (i as f64, 0.5)));
+        extend_measured(&mut out, n, 7, |i| (i % 3 != 0).then_some((i as f64, 0.5)));
         assert_eq!(out.len(), 1 + (0..n).filter(|i| i % 3 != 0).count());
         let expected = (0..n).filter(|i| i % 3 != 0).map(|i| Weighted::new(i as f64, 0.5, 7 + i));
         assert!(out[1..].iter().copied().eq(expected));
