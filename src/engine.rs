@@ -529,7 +529,12 @@ impl Checks<'_> {
             .collect()
     }
 
-    /// The checks that never read the world mesh, side by side.
+    /// The checks that never read the world mesh, side by side, split in
+    /// catalog order. Deliberately: UV-005, UV-004 and UV-002 each hold
+    /// 40-70 MB above a 64 MB sphere's loaded asset and happen to run one
+    /// after another; every faster schedule tried (one queue costliest
+    /// first, UV-005 beside the light checks only) ran two of them side by
+    /// side and raised the peak by 10-25 MB (BENCHMARKS.md, "Seventh step").
     fn first_phase(&self, asset: &Asset) -> Indexed {
         CATALOG
             .par_iter()
