@@ -442,6 +442,18 @@ fn release_free_memory() {
     }
 }
 
+/// Whether [`steady_large_blocks`] has run in this process.
+static STEADY: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Whether this process has fixed glibc's mmap threshold
+/// ([`steady_large_blocks`]: at [`STEADY_MMAP_THRESHOLD`], or where the
+/// user set it): the service does at start, the engine before its first
+/// input over [`HELD_MAX_BYTES`]. glibc has no getter for the threshold;
+/// the tests read this.
+pub fn large_blocks_steady() -> bool {
+    STEADY.load(std::sync::atomic::Ordering::Relaxed)
+}
+
 /// The size from which glibc serves a block from a mapping of its own,
 /// returned to the system when freed ([`steady_large_blocks`]).
 pub const STEADY_MMAP_THRESHOLD: usize = 4 << 20;
@@ -461,6 +473,7 @@ pub const STEADY_MMAP_THRESHOLD: usize = 4 << 20;
 /// (`MALLOC_MMAP_THRESHOLD_`, or `mmap_threshold` in `GLIBC_TUNABLES`)
 /// keeps it.
 pub fn steady_large_blocks() {
+    STEADY.store(true, std::sync::atomic::Ordering::Relaxed);
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     {
         let chosen = std::env::var_os("MALLOC_MMAP_THRESHOLD_").is_some()

@@ -689,6 +689,34 @@ fn a_large_file_is_not_held_for_the_validator() {
 }
 
 #[test]
+fn the_engine_fixes_glibcs_threshold_for_a_large_input() {
+    // The threshold is one for the whole process, and other tests here
+    // validate large inputs: this runs in a child process of this test
+    // binary that runs this test alone. (That fixing it has its effect is
+    // the engine's unit test.)
+    const CHILD: &str = "MESHCHECK_TEST_THRESHOLD_CHILD";
+    const NAME: &str = "spec001::the_engine_fixes_glibcs_threshold_for_a_large_input";
+    if std::env::var_os(CHILD).is_none() {
+        let out = std::process::Command::new(std::env::current_exe().unwrap())
+            .args([NAME, "--exact", "--test-threads=1"])
+            .env(CHILD, "1")
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success() && text.contains("1 passed"), "{text}\n{}", String::from_utf8_lossy(&out.stderr));
+        return;
+    }
+    let opts = Options { validator: None, ..Options::default() };
+    // A small input (a folder of them runs faster so) leaves it to glibc.
+    engine::validate(Input::from_bytes("box.glb", box_glb()), &opts).unwrap();
+    assert!(!engine::large_blocks_steady(), "fixed before any large input");
+    // One over HELD_MAX_BYTES fixes it.
+    let big = crate::testkit::padded_glb(engine::HELD_MAX_BYTES + 1);
+    engine::validate(Input::from_bytes("cube.glb", big), &opts).unwrap();
+    assert!(engine::large_blocks_steady(), "the engine did not fix the threshold for a large input");
+}
+
+#[test]
 fn the_timeout_runs_from_the_validators_start() {
     // A package that takes 1.5 s to load and answers at once: a 1 s timeout
     // is not spent waiting for Node to start.
