@@ -179,6 +179,81 @@ mod tests {
     use super::*;
     use crate::geom::uv::layout::fixtures::mesh;
 
+    /// Islands by a map from each edge's two UV keys to its triangles: the
+    /// definition, without buckets.
+    fn islands_by_edge_map(meshes: &[UvMesh<'_>]) -> Islands {
+        let mut by_edge: std::collections::HashMap<(u64, u64), Vec<u32>> = Default::default();
+        let mut usable = Vec::new();
+        for m in meshes {
+            for &t in m.triangles {
+                let at = usable.len() as u32;
+                let c = corner_uvs(m.uvs, t).filter(finite);
+                usable.push(c.is_some());
+                let Some(c) = c else { continue };
+                let k = c.map(uv_key);
+                for (a, b) in [(k[0], k[1]), (k[1], k[2]), (k[2], k[0])] {
+                    if a != b {
+                        by_edge.entry((a.min(b), a.max(b))).or_default().push(at);
+                    }
+                }
+            }
+        }
+        let mut sets = UnionFind::new(usable.len());
+        for tris in by_edge.values() {
+            for w in tris.windows(2) {
+                sets.union(w[0], w[1]);
+            }
+        }
+        let (mut label, mut count) = (std::collections::HashMap::new(), 0u32);
+        let island = (0..usable.len() as u32)
+            .map(|t| {
+                if !usable[t as usize] {
+                    return u32::MAX;
+                }
+                *label.entry(sets.find(t)).or_insert_with(|| {
+                    count += 1;
+                    count - 1
+                })
+            })
+            .collect();
+        Islands { island, count }
+    }
+
+    #[test]
+    fn islands_match_an_edge_map_on_random_layouts() {
+        // Few distinct UV points, so that edges are shared by two, three or
+        // more triangles; vertices repeating a point's UV (split for
+        // normals); a triangle's edge from a point to itself; a NaN UV; an
+        // index past the UVs; one to four meshes.
+        let mut rng = crate::geom::testrng::XorShift::new(22);
+        for round in 0..200 {
+            let grid = 2 + rng.below(6) as usize;
+            let point = |rng: &mut crate::geom::testrng::XorShift| {
+                [rng.below(grid as u64) as f32 / grid as f32, rng.below(grid as u64) as f32 / grid as f32]
+            };
+            let mut layouts = Vec::new();
+            for _ in 0..1 + rng.below(4) {
+                let n = 3 + rng.below(40) as usize;
+                let mut uvs: Vec<[f32; 2]> = (0..n).map(|_| point(&mut rng)).collect();
+                if rng.below(4) == 0 {
+                    uvs[rng.below(n as u64) as usize] = [f32::NAN, 0.5];
+                }
+                if rng.below(4) == 0 {
+                    uvs[rng.below(n as u64) as usize] = [-0.0, 0.0];
+                }
+                let tris: Vec<[u32; 3]> = (0..1 + rng.below(60))
+                    .map(|_| {
+                        let limit = if rng.below(20) == 0 { n as u64 + 2 } else { n as u64 };
+                        [rng.below(limit) as u32, rng.below(limit) as u32, rng.below(limit) as u32]
+                    })
+                    .collect();
+                layouts.push((uvs, tris));
+            }
+            let meshes: Vec<UvMesh<'_>> = layouts.iter().map(|(u, t)| mesh(u, t)).collect();
+            assert_eq!(uv_islands(&meshes), islands_by_edge_map(&meshes), "round {round}");
+        }
+    }
+
     #[test]
     fn islands_join_on_shared_edges_only() {
         //  3---2---5
