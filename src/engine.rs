@@ -191,7 +191,7 @@ pub fn validate_stored_with_stills(input: Input, path: &Path, opts: &Options) ->
 /// guard against a file edited during its own validation; below it the
 /// bytes cost little and a folder run begins validations ahead with them.
 /// Inputs past it also get [`steady_large_blocks`] and, once done,
-/// [`release_free_memory`].
+/// `release_free_memory`.
 pub const HELD_MAX_BYTES: usize = 16 << 20;
 
 /// Where an input's bytes came from.

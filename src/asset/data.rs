@@ -298,7 +298,7 @@ impl<'a> DocData<'a> {
     }
 
     /// Reads a float accessor of `components` components per element
-    /// (normalised integers are mapped to [0,1] or [-1,1], plain integers
+    /// (normalised integers are mapped to \[0,1\] or \[-1,1\], plain integers
     /// converted as KHR_mesh_quantization allows), sparse substitution applied.
     pub fn read_floats(&self, index: usize, components: usize) -> Result<Vec<f32>> {
         self.readable("accessors", index)?;

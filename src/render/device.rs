@@ -5,7 +5,7 @@
 //!   pipelines do not write depth; mirrored instances (negative determinant)
 //!   wind clockwise; single-sided ones cull back faces.
 //! - Vertices are interleaved (position, normal, tangent, two UV sets,
-//!   colour: [`FLOATS_PER_VERTEX`] floats, 72 bytes).
+//!   colour: `FLOATS_PER_VERTEX` floats, 72 bytes).
 
 use std::collections::HashMap;
 

@@ -1,6 +1,6 @@
 //! Textures, samplers and materials on the device: the images a scene's
-//! materials sample, decoded and uploaded ([`Textures`]), glTF samplers as
-//! wgpu samplers, and each material's uniform and bind group ([`material`]).
+//! materials sample, decoded and uploaded (`Textures`), glTF samplers as
+//! wgpu samplers, and each material's uniform and bind group (`material`).
 //!
 //! Textures are decoded with `image` under limits ([`MAX_DECODE_DIM`],
 //! [`MAX_DECODE_BYTES`]), in parallel, reduced to at most

@@ -51,7 +51,7 @@ impl std::fmt::Display for Background {
 /// What to render.
 #[derive(Debug, Clone)]
 pub struct Request {
-    /// The views, in order (at most [`MAX_ANGLES`]).
+    /// The views, in order (at most [`MAX_ANGLES`](crate::render::MAX_ANGLES)).
     pub angles: Vec<Angle>,
     /// Width and height of each still.
     pub size: u32,

@@ -5,7 +5,7 @@
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 
-/// Maximum number of redirects [`Fetcher::get`] follows.
+/// Maximum number of redirects [`Fetcher::get`](crate::server::fetch::Fetcher::get) follows.
 pub const MAX_REDIRECTS: usize = 3;
 
 // ---------------------------------------------------------------------------

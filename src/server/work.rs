@@ -215,7 +215,7 @@ fn run_validate(
     store_report(st, account_id, &random_id("rpt_", 24), report, keep, st.clock.now())
 }
 
-/// The data folder's folder for copies of job inputs ([`Spilled`]).
+/// The data folder's folder for copies of job inputs (`Spilled`).
 pub const SPILL_DIR: &str = "spill";
 
 /// A job's input copied to a file of its own, deleted when dropped.

@@ -16,7 +16,7 @@
 //!   transaction; [`Store::exclusive`] is `pg_try_advisory_lock`.
 //!
 //! The trait is synchronous and the server calls it from async handlers:
-//! every call runs through [`blocking`], which lets the runtime know (a
+//! every call runs through `blocking`, which lets the runtime know (a
 //! multi-thread worker moves its other tasks away) or, on a current-thread
 //! runtime, runs on a scoped thread. Connections come from a small pool.
 //! Connections are plain TCP or a Unix socket (no TLS in this build: keep

@@ -902,7 +902,7 @@ impl Validator {
     /// queue holds more files than there are workers and it does not wait
     /// while the workers finish their checks (BENCHMARKS.md, "SPEC-001
     /// overhead"). Nothing is begun once the package is known not to load,
-    /// nor while [`AHEAD_MAX_PENDING`] outcomes wait to be taken.
+    /// nor while `AHEAD_MAX_PENDING` outcomes wait to be taken.
     pub fn begin_ahead(self: &Arc<Self>, uri: String, path: PathBuf, bytes: Arc<[u8]>, resolver: Arc<dyn Resolver>) {
         if matches!(self.started.get(), Some(Err(_))) {
             return;

@@ -1,5 +1,5 @@
 //! Per-vertex and per-triangle UV measures on plain slices: UVs outside the
-//! [0,1] square (UV-006), mirrored UV triangles (UV-007) and texel density in
+//! \[0,1\] square (UV-006), mirrored UV triangles (UV-007) and texel density in
 //! pixels per metre (UV-008).
 //!
 //! Orientation: glTF's UV origin is the image's top-left corner, v growing
@@ -10,7 +10,7 @@
 //! glTF-Asset-Auditor's "inverted" test (`TriangleUv.isCounterClockwise`
 //! on the raw accessor values); zero is neither.
 
-/// Whether a UV lies in the closed [0,1] square (a NaN does not).
+/// Whether a UV lies in the closed \[0,1\] square (a NaN does not).
 #[inline]
 pub fn inside_unit_square(uv: [f32; 2]) -> bool {
     (0.0..=1.0).contains(&uv[0]) && (0.0..=1.0).contains(&uv[1])
@@ -21,7 +21,7 @@ pub fn inside_unit_square(uv: [f32; 2]) -> bool {
 pub struct RangeStats {
     /// UVs (vertices) looked at.
     pub vertices: u64,
-    /// Of those, UVs outside [0,1]^2 (non-finite ones included).
+    /// Of those, UVs outside \[0,1\]^2 (non-finite ones included).
     pub outside: u64,
     /// Smallest finite (u, v), when any UV is finite.
     pub min: Option<[f64; 2]>,
@@ -44,7 +44,7 @@ impl RangeStats {
     }
 }
 
-/// Counts the UVs outside [0,1]^2 and takes the finite range. O(n).
+/// Counts the UVs outside \[0,1\]^2 and takes the finite range. O(n).
 pub fn uv_range(uvs: &[[f32; 2]]) -> RangeStats {
     let mut s = RangeStats { vertices: uvs.len() as u64, ..RangeStats::default() };
     let (mut lo, mut hi) = ([f64::INFINITY; 2], [f64::NEG_INFINITY; 2]);

@@ -12,7 +12,7 @@
 //! - [`islands`]: UV islands.
 //! - [`padding`]: the gaps between islands (UV-005).
 //! - [`stretch`]: texel stretch (UV-004).
-//! - [`metrics`]: UVs outside [0,1] (UV-006), mirrored UV triangles (UV-007)
+//! - [`metrics`]: UVs outside \[0,1\] (UV-006), mirrored UV triangles (UV-007)
 //!   and texel density (UV-008).
 //!
 //! This file only declares the parts and re-exports the names the UV checks
