@@ -473,7 +473,11 @@ pub const STEADY_MMAP_THRESHOLD: usize = 4 << 20;
 /// (`MALLOC_MMAP_THRESHOLD_`, or `mmap_threshold` in `GLIBC_TUNABLES`)
 /// keeps it.
 pub fn steady_large_blocks() {
-    STEADY.store(true, std::sync::atomic::Ordering::Relaxed);
+    // Once per process: every later large input would read the same
+    // environment and set the same value.
+    if STEADY.swap(true, std::sync::atomic::Ordering::Relaxed) {
+        return;
+    }
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     {
         let chosen = std::env::var_os("MALLOC_MMAP_THRESHOLD_").is_some()

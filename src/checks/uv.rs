@@ -350,12 +350,19 @@ pub const STRETCH: CheckDef = CheckDef {
     run: stretch,
 };
 
-/// Vertex `i` of `p` placed by `inst`'s world transform, or `None` past its
-/// positions: corners placed as they are read (UV-004, UV-008), the same
+/// A triangle's corners in world space and their UVs.
+type PlacedCorners = ([[f64; 3]; 3], [[f32; 2]; 3]);
+
+/// Triangle `ti` of `p`: its corners placed by `inst`'s world transform,
+/// and their UVs in `uvs`; `None` when an index is past the positions or
+/// the UVs. Corners are placed as they are read (UV-004, UV-008): the same
 /// numbers as a placed copy of the positions, which held 24 bytes a vertex
 /// beside the samples (the first phase's peak on a large untextured mesh).
-fn placed<'a>(p: &'a Primitive, inst: &'a Instance) -> impl Fn(usize) -> Option<[f64; 3]> + Sync + 'a {
-    |i| p.positions.get(i).map(|&q| mat4::transform_point(&inst.world, q))
+fn placed_corners(p: &Primitive, inst: &Instance, uvs: &[[f32; 2]], ti: usize) -> Option<PlacedCorners> {
+    let [a, b, c] = p.triangles[ti].map(|i| i as usize);
+    let uv = [*uvs.get(a)?, *uvs.get(b)?, *uvs.get(c)?];
+    let world = |i: usize| p.positions.get(i).map(|&q| mat4::transform_point(&inst.world, q));
+    Some(([world(a)?, world(b)?, world(c)?], uv))
 }
 
 /// UV-004.
@@ -370,7 +377,6 @@ pub fn stretch(cx: &Ctx<'_>) -> CheckOutput {
         if !p.uvs.iter().any(Option::is_some) {
             continue;
         }
-        let world = placed(p, inst);
         let mut stretched = false;
         for (set, uvs) in p.uvs.iter().enumerate() {
             let Some(uvs) = uvs else { continue };
@@ -381,11 +387,9 @@ pub fn stretch(cx: &Ctx<'_>) -> CheckOutput {
             let (samples, visited) = per_set.entry(set).or_default();
             let start = samples.len();
             guv::extend_measured(samples, p.triangles.len(), *visited, |ti| {
-                let [a, b, c] = p.triangles[ti].map(|i| i as usize);
-                let (Some(&ua), Some(&ub), Some(&uc)) = (uvs.get(a), uvs.get(b), uvs.get(c)) else { return None };
-                let (Some(pa), Some(pb), Some(pc)) = (world(a), world(b), world(c)) else { return None };
-                let uv = [ua, ub, uc].map(|q| [q[0] as f64 * sx, q[1] as f64 * sy]);
-                guv::triangle_stretch([pa, pb, pc], uv).map(|(area, ratio)| (ratio, area))
+                let (corners, uv) = placed_corners(p, inst, uvs, ti)?;
+                let uv = uv.map(|q| [q[0] as f64 * sx, q[1] as f64 * sy]);
+                guv::triangle_stretch(corners, uv).map(|(area, ratio)| (ratio, area))
             });
             *visited += p.triangles.len();
             stretched |= samples[start..].iter().any(|s| ({ s.value }) > max_ratio);
@@ -858,12 +862,9 @@ pub fn texel_density(cx: &Ctx<'_>) -> CheckOutput {
             else {
                 continue;
             };
-            let world = placed(p, inst);
             guv::extend_measured(&mut samples, p.triangles.len(), visited, |ti| {
-                let [a, b, c] = p.triangles[ti].map(|i| i as usize);
-                let (Some(&ua), Some(&ub), Some(&uc)) = (uvs.get(a), uvs.get(b), uvs.get(c)) else { return None };
-                let (Some(pa), Some(pb), Some(pc)) = (world(a), world(b), world(c)) else { return None };
-                guv::texel_density([pa, pb, pc], [ua, ub, uc], w as f64, h as f64).map(|(area, d)| (d, area))
+                let (corners, uv) = placed_corners(p, inst, uvs, ti)?;
+                guv::texel_density(corners, uv, w as f64, h as f64).map(|(area, d)| (d, area))
             });
             visited += p.triangles.len();
         }

@@ -112,7 +112,9 @@ pub fn extend_measured(
     // A weight no sample has.
     const GAP: f64 = -1.0;
     let start = out.len();
-    out.par_extend((0..n).into_par_iter().map(|i| match measure(i) {
+    // In pieces of at least 4096 items: a small mesh's few triangles are
+    // not split into jobs that cost more than they measure.
+    out.par_extend((0..n).into_par_iter().with_min_len(1 << 12).map(|i| match measure(i) {
         Some((value, weight)) => {
             debug_assert!(weight >= 0.0, "a sample's weight is not negative");
             Weighted::new(value, weight, first_order + i)
