@@ -119,11 +119,9 @@ pub fn quad_reconstructibility(cx: &Ctx<'_>) -> CheckOutput {
         }
         Some(pack(score, ei))
     };
-    // Edges in runs on the thread pool, each run's candidates sorted; the
-    // runs are then merged, best quads first, ties by edge order (sorted
-    // keys), so the result is order-free. (One list of every candidate,
-    // joined from the runs' lists and sorted, was held twice; a candidate
-    // holding its whole edge index took 12 bytes.)
+    // Edges in runs on the thread pool, each run's candidates in edge
+    // order; the pairing then takes them best quad first, ties by edge
+    // order, without sorting them (`take_greedy`).
     let runs: Vec<Vec<[u16; 5]>> = (0..t.edges.len().div_ceil(RUN))
         .into_par_iter()
         .map(|r| {
@@ -131,7 +129,7 @@ pub fn quad_reconstructibility(cx: &Ctx<'_>) -> CheckOutput {
             // edge's smaller vertex along), on the thread pool.
             const SLICE: usize = 4096;
             let end = ((r + 1) * RUN).min(t.edges.len());
-            let mut out: Vec<[u16; 5]> = (r * RUN..end)
+            (r * RUN..end)
                 .step_by(SLICE)
                 .collect::<Vec<usize>>()
                 .into_par_iter()
@@ -139,15 +137,21 @@ pub fn quad_reconstructibility(cx: &Ctx<'_>) -> CheckOutput {
                     let slice = s..(s + SLICE).min(end);
                     slice.clone().zip(t.edges.range(slice)).filter_map(|(ei, e)| candidate(ei, e))
                 })
-                .collect();
-            out.par_sort_unstable_by_key(key);
-            out
+                .collect()
         })
         .collect();
-    let quads = take_greedy(&runs, t.triangles.len(), |ei| {
-        let f = t.faces_of(ei);
-        [f[0].tri(), f[1].tri()]
-    });
+    let quads = take_greedy(
+        &runs,
+        t.triangles.len(),
+        |ei| {
+            let f = t.faces_of(ei);
+            [f[0].tri(), f[1].tri()]
+        },
+        |z| {
+            let [a, b, c] = t.triangles[z as usize];
+            [t.edges.find(a, b), t.edges.find(b, c), t.edges.find(c, a)]
+        },
+    );
     let faces = t.collapsed.iter().filter(|c| !**c).count() as u64;
     let pct = if faces > 0 { 2.0 * quads as f64 / faces as f64 * 100.0 } else { 0.0 };
     measured(
@@ -165,82 +169,178 @@ pub fn quad_reconstructibility(cx: &Ctx<'_>) -> CheckOutput {
 const RUN: usize = 1 << 16;
 
 /// A TOP-001 candidate in 10 bytes: the score's bits, low first, in four
-/// parts, then the edge's offset in its run of [`RUN`] edges; within a run
-/// it orders as (score, edge) does ([`key`]). A score is a sum of absolute
-/// values (finite: a NaN corner fails the corner test), so its bits order
-/// as the number does.
+/// parts, then the edge's offset in its run of [`RUN`] edges. A score is a
+/// sum of absolute values (finite: a NaN corner fails the corner test), so
+/// its bits order as the number does.
 fn pack(score: f64, edge: usize) -> [u16; 5] {
     let bits = f64::to_bits(score);
     [bits as u16, (bits >> 16) as u16, (bits >> 32) as u16, (bits >> 48) as u16, (edge % RUN) as u16]
 }
 
-/// A packed candidate compared as (score bits, edge offset): two integers,
-/// not five. The parts lie in the order of a little-endian u64, so the
-/// compiler reads the score's bits in one load (the sort's comparisons
-/// assembled them high part first, in four loads and shifts: 15-20 % of
-/// TOP-001's time went to the sort).
+/// A packed candidate as (score bits, edge offset): two integers, not
+/// five. The parts lie in the order of a little-endian u64, so the
+/// compiler reads the score's bits in one load.
 fn key(c: &[u16; 5]) -> (u64, u16) {
     let bits = u64::from(c[0]) | (u64::from(c[1]) << 16) | (u64::from(c[2]) << 32) | (u64::from(c[3]) << 48);
     (bits, c[4])
 }
 
-/// TOP-001's greedy pairing: every candidate in (score, edge) order, best
-/// quads first and ties to the lower edge index, pairs its edge's two
-/// triangles (`faces`) when neither is in a quad yet. `runs[r]` holds the
-/// candidates of edges r x [`RUN`].. sorted by [`key`]; they are merged
-/// here. Returns the quads made.
-fn take_greedy(runs: &[Vec<[u16; 5]>], triangles: usize, faces: impl Fn(usize) -> [u32; 2]) -> u64 {
-    // Whether each triangle is in a quad already, a bit each.
-    let mut paired = vec![0u64; triangles.div_ceil(64)];
-    let mut quads = 0u64;
-    // Candidates are taken in batches: a batch's faces are looked up first,
-    // in a loop whose loads do not wait on each other (in score order they
-    // land anywhere in the edge map, and the memory system serves them side
-    // by side), then the batch is taken in order, as one at a time would.
-    const BATCH: usize = 32;
-    let mut batch: Vec<usize> = Vec::with_capacity(BATCH);
-    let mut flush = |batch: &mut Vec<usize>| {
-        let mut pairs = [[0u32; 2]; BATCH];
-        for (pair, &ei) in pairs.iter_mut().zip(batch.iter()) {
-            *pair = faces(ei);
-        }
-        for &[x, y] in &pairs[..batch.len()] {
-            let bit = |i: u32| (i as usize / 64, 1u64 << (i % 64));
-            let ((xw, xb), (yw, yb)) = (bit(x), bit(y));
-            if paired[xw] & xb == 0 && paired[yw] & yb == 0 {
-                paired[xw] |= xb;
-                paired[yw] |= yb;
-                quads += 1;
-            }
-        }
-        batch.clear();
+/// [`take_greedy`]'s mark of a triangle with no candidate left.
+const NO_CANDIDATE: u32 = u32::MAX;
+/// [`take_greedy`]'s mark of a triangle in a quad.
+const IN_QUAD: u32 = u32::MAX - 1;
+
+/// TOP-001's greedy pairing: the quads made when every candidate, in
+/// (score, edge) order, best quads first and ties to the lower edge index,
+/// pairs its edge's two triangles (`faces`) when neither is in a quad yet.
+/// `runs[r]` holds the candidates of edges r x [`RUN`].., in edge order;
+/// `edges_of(t)` names triangle t's edges.
+///
+/// Computed without sorting, as the locally dominant matching: each
+/// triangle points at its best candidate whose other triangle is not in a
+/// quad; a candidate both its triangles point at is taken, and a triangle
+/// that pointed at a candidate whose other triangle was just taken points
+/// again. With every candidate ordered strictly (score, then edge), the
+/// candidates taken are exactly the greedy ones (the best candidate left
+/// is always pointed at from both sides, and a candidate taken is the best
+/// left at both its triangles, so no better one could have claimed either
+/// first); the tests compare it with the greedy walk over one sorted list.
+/// The pointers take 4 bytes a triangle. The first round is two passes in
+/// edge order; only what is left after it (on a regular mesh, nothing)
+/// goes one candidate at a time. Sorting every run of candidates and
+/// merging the runs took longer (BENCHMARKS.md, "Eighth step").
+fn take_greedy<I: IntoIterator<Item = usize>>(
+    runs: &[Vec<[u16; 5]>],
+    triangles: usize,
+    faces: impl Fn(usize) -> [u32; 2],
+    edges_of: impl Fn(u32) -> I,
+) -> u64 {
+    pair_greedy(runs, triangles, faces, edges_of).0
+}
+
+/// [`take_greedy`], with every triangle's mark: [`IN_QUAD`] for those in
+/// a quad.
+fn pair_greedy<I: IntoIterator<Item = usize>>(
+    runs: &[Vec<[u16; 5]>],
+    triangles: usize,
+    faces: impl Fn(usize) -> [u32; 2],
+    edges_of: impl Fn(u32) -> I,
+) -> (u64, Vec<u32>) {
+    // Candidates are named by their place among all of them, in edge
+    // order: run r's start at `base[r]`.
+    let mut base = Vec::with_capacity(runs.len() + 1);
+    let mut total = 0usize;
+    for run in runs {
+        base.push(total);
+        total += run.len();
+    }
+    base.push(total);
+    assert!(total < IN_QUAD as usize, "candidates are named in 32 bits");
+    // The run holding candidate i: the last whose start is at most i.
+    let at = |i: u32| -> (usize, &[u16; 5]) {
+        let r = base.partition_point(|&b| b <= i as usize) - 1;
+        (r, &runs[r][i as usize - base[r]])
     };
-    let mut take = |r: usize, c: &[u16; 5]| {
-        batch.push(r * RUN + c[4] as usize);
-        if batch.len() == BATCH {
-            flush(&mut batch);
-        }
+    let bits = |i: u32| key(at(i).1).0;
+    let edge = |i: u32| {
+        let (r, c) = at(i);
+        r * RUN + c[4] as usize
     };
-    if let [only] = runs {
-        only.iter().for_each(|c| take(0, c));
-    } else {
-        // A k-way merge: each run's next candidate in a heap, smallest
-        // first; between runs, ties of score go to the earlier run, whose
-        // edges come first.
-        // A run has one entry at a time, so (score, run) orders them.
-        let mut next: std::collections::BinaryHeap<std::cmp::Reverse<(u64, usize)>> =
-            runs.iter().enumerate().filter_map(|(r, run)| Some(std::cmp::Reverse((key(run.first()?).0, r)))).collect();
-        let mut at = vec![0usize; runs.len()];
-        while let Some(std::cmp::Reverse((_, r))) = next.pop() {
-            take(r, &runs[r][at[r]]);
-            at[r] += 1;
-            if let Some(n) = runs[r].get(at[r]) {
-                next.push(std::cmp::Reverse((key(n).0, r)));
+    let candidate_of = |e: usize| -> Option<u32> {
+        let r = e / RUN;
+        let p = runs.get(r)?.binary_search_by_key(&((e % RUN) as u16), |c| c[4]).ok()?;
+        Some((base[r] + p) as u32)
+    };
+    let other = |pair: [u32; 2], t: u32| if pair[0] == t { pair[1] } else { pair[0] };
+    // Each triangle's best candidate (first pointers: candidates come in
+    // ascending names, so a later one is better only by its score).
+    let mut best = vec![NO_CANDIDATE; triangles];
+    for (r, run) in runs.iter().enumerate() {
+        for (p, c) in run.iter().enumerate() {
+            let (i, b) = ((base[r] + p) as u32, key(c).0);
+            for t in faces(r * RUN + c[4] as usize) {
+                let slot = &mut best[t as usize];
+                if *slot == NO_CANDIDATE || b < bits(*slot) {
+                    *slot = i;
+                }
             }
         }
     }
-    flush(&mut batch);
-    quads
+    // The first round, in one pass in edge order: every candidate that
+    // both its triangles point at is taken at once (in a regular mesh
+    // nearly all of them).
+    let mut quads = 0u64;
+    for (r, run) in runs.iter().enumerate() {
+        for (p, c) in run.iter().enumerate() {
+            let i = (base[r] + p) as u32;
+            let [x, y] = faces(r * RUN + c[4] as usize);
+            if best[x as usize] == i && best[y as usize] == i {
+                best[x as usize] = IN_QUAD;
+                best[y as usize] = IN_QUAD;
+                quads += 1;
+            }
+        }
+    }
+    // The triangles left pointing at a candidate whose other triangle was
+    // taken, found in a second pass.
+    let mut stale: Vec<u32> = Vec::new();
+    for (r, run) in runs.iter().enumerate() {
+        for (p, c) in run.iter().enumerate() {
+            let i = (base[r] + p) as u32;
+            let [x, y] = faces(r * RUN + c[4] as usize);
+            if best[x as usize] == i && best[y as usize] == IN_QUAD {
+                stale.push(x);
+            } else if best[y as usize] == i && best[x as usize] == IN_QUAD {
+                stale.push(y);
+            }
+        }
+    }
+    // Triangle z's best candidate whose other triangle is not in a quad.
+    let repoint = |z: u32, best: &[u32]| -> u32 {
+        let (mut found, mut found_bits) = (NO_CANDIDATE, 0);
+        for e in edges_of(z) {
+            let Some(c) = candidate_of(e) else { continue };
+            if best[other(faces(e), z) as usize] == IN_QUAD {
+                continue;
+            }
+            let b = bits(c);
+            if found == NO_CANDIDATE || (b, c) < (found_bits, found) {
+                (found, found_bits) = (c, b);
+            }
+        }
+        found
+    };
+    // Then one candidate at a time: each taken, the triangles that pointed
+    // at a candidate of its two point again.
+    let mut ready: Vec<u32> = Vec::new();
+    for z in stale {
+        let next = repoint(z, &best);
+        best[z as usize] = next;
+        if next != NO_CANDIDATE && best[other(faces(edge(next)), z) as usize] == next {
+            ready.push(next);
+        }
+    }
+    while let Some(i) = ready.pop() {
+        let [x, y] = faces(edge(i));
+        quads += 1;
+        best[x as usize] = IN_QUAD;
+        best[y as usize] = IN_QUAD;
+        for t in [x, y] {
+            for e in edges_of(t) {
+                let Some(c) = candidate_of(e) else { continue };
+                let z = other(faces(e), t);
+                if c == i || best[z as usize] != c {
+                    continue;
+                }
+                let next = repoint(z, &best);
+                best[z as usize] = next;
+                if next != NO_CANDIDATE && best[other(faces(edge(next)), z) as usize] == next {
+                    ready.push(next);
+                }
+            }
+        }
+    }
+    (quads, best)
 }
 
 /// The regular valence of an interior vertex of a triangle mesh.
@@ -480,6 +580,16 @@ mod tests {
     /// The pairing the check's merge must reproduce: every candidate in one
     /// list sorted by (score, edge index), taken greedily.
     fn plain_greedy(cands: &[(f64, usize)], faces: &[[u32; 2]], triangles: usize, tie: impl Fn(usize) -> i64) -> u64 {
+        plain_pairing(cands, faces, triangles, tie).0
+    }
+
+    /// [`plain_greedy`], with whether each triangle is in a quad.
+    fn plain_pairing(
+        cands: &[(f64, usize)],
+        faces: &[[u32; 2]],
+        triangles: usize,
+        tie: impl Fn(usize) -> i64,
+    ) -> (u64, Vec<bool>) {
         let mut sorted = cands.to_vec();
         sorted.sort_by(|a, b| a.0.total_cmp(&b.0).then(tie(a.1).cmp(&tie(b.1))));
         let mut paired = vec![false; triangles];
@@ -491,17 +601,68 @@ mod tests {
                 quads += 1;
             }
         }
-        quads
+        (quads, paired)
     }
 
-    /// The check's runs: candidates packed and sorted within runs of RUN edges.
+    /// The check's runs: candidates packed, in edge order, in runs of RUN edges.
     fn runs_of(cands: &[(f64, usize)], edges: usize) -> Vec<Vec<[u16; 5]>> {
         let mut runs = vec![Vec::new(); edges.div_ceil(RUN)];
         for &(score, e) in cands {
             runs[e / RUN].push(pack(score, e));
         }
-        runs.iter_mut().for_each(|r| r.sort_unstable_by_key(key));
         runs
+    }
+
+    /// The check's pairing over random candidates: `faces[e]` joins edge
+    /// e's two triangles, and each triangle's edges are listed from them.
+    fn ours(cands: &[(f64, usize)], faces: &[[u32; 2]], edges: usize, triangles: u32) -> u64 {
+        ours_paired(cands, faces, edges, triangles).0
+    }
+
+    /// [`ours`], with whether each triangle is in a quad.
+    fn ours_paired(cands: &[(f64, usize)], faces: &[[u32; 2]], edges: usize, triangles: u32) -> (u64, Vec<bool>) {
+        let mut edges_of = vec![Vec::new(); triangles as usize];
+        for (e, f) in faces.iter().enumerate() {
+            edges_of[f[0] as usize].push(e);
+            edges_of[f[1] as usize].push(e);
+        }
+        let runs = runs_of(cands, edges);
+        let (quads, marks) =
+            pair_greedy(&runs, triangles as usize, |e| faces[e], |t| edges_of[t as usize].iter().copied());
+        (quads, marks.iter().map(|&m| m == IN_QUAD).collect())
+    }
+
+    #[test]
+    fn pointers_pair_the_same_triangles_as_the_greedy_walk_on_small_meshes() {
+        // Meshes of a few triangles, each with at most three edges (a
+        // triangle strip's or a fan's worth), scores from a set of two so
+        // that ties are everywhere: every triangle in a quad must match.
+        let mut differing_ties = 0;
+        for seed in 0..2000u64 {
+            let mut rng = XorShift::new(seed + 17);
+            let triangles = 2 + rng.below(40) as u32;
+            let mut degree = vec![0u32; triangles as usize];
+            let mut faces = Vec::new();
+            for _ in 0..rng.below(3 * triangles as u64) {
+                let a = rng.below(triangles as u64) as u32;
+                let b = (a + 1 + rng.below(triangles as u64 - 1) as u32) % triangles;
+                if degree[a as usize] < 3 && degree[b as usize] < 3 {
+                    degree[a as usize] += 1;
+                    degree[b as usize] += 1;
+                    faces.push([a, b]);
+                }
+            }
+            let mut cands: Vec<(f64, usize)> = Vec::new();
+            for e in 0..faces.len() {
+                if rng.below(4) != 0 {
+                    cands.push(([0.25, 0.5][rng.below(2) as usize], e));
+                }
+            }
+            let want = plain_pairing(&cands, &faces, triangles as usize, |e| e as i64);
+            assert_eq!(ours_paired(&cands, &faces, faces.len(), triangles), want, "seed {seed}");
+            differing_ties += usize::from(plain_pairing(&cands, &faces, triangles as usize, |e| -(e as i64)) != want);
+        }
+        assert!(differing_ties > 100, "the ties decide {differing_ties} of the meshes: too few to mean anything");
     }
 
     #[test]
@@ -509,7 +670,7 @@ mod tests {
         // Five runs and a partial one: ties across runs must go to the earlier run.
         for (edges, triangles, seed) in [(5 * RUN + 1234, 120_000u32, 1), (3 * RUN, 20_000, 2), (1000, 300, 3)] {
             let (cands, faces) = candidates(edges, triangles, seed);
-            let ours = take_greedy(&runs_of(&cands, edges), triangles as usize, |e| faces[e]);
+            let ours = ours(&cands, &faces, edges, triangles);
             let want = plain_greedy(&cands, &faces, triangles as usize, |e| e as i64);
             assert_eq!(ours, want, "{edges} edges");
             // The tie order decides the outcome here, so a merge that broke
