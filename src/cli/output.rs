@@ -61,42 +61,33 @@ pub fn json(outcomes: &[FileResult], single: bool) -> String {
 /// still being checked; what is left at the end is to write the parts out.
 pub fn json_entry(o: &FileResult, single: bool) -> String {
     let mut out = Vec::with_capacity(4096);
-    let mut indented = Indented { out: &mut out, indent: !single };
     let written = match &o.result {
-        Ok(r) => serde_json::to_writer_pretty(&mut indented, r),
-        Err(_) => serde_json::to_writer_pretty(&mut indented, &error_value(o, !single)),
+        Ok(r) => serde_json::to_writer_pretty(&mut out, r),
+        Err(_) => serde_json::to_writer_pretty(&mut out, &error_value(o, !single)),
     };
     written.expect("a report serialises");
+    if !single {
+        out = indented(&out);
+    }
     String::from_utf8(out).expect("serde_json writes UTF-8")
 }
 
-/// A writer that copies its bytes, with two spaces after every newline
-/// when `indent` is set: serde_json's pretty printer at the top level made
-/// to print one level deeper. The printer writes a newline only between
-/// tokens (a string's newlines are escaped), so no string is changed.
-struct Indented<'a> {
-    out: &'a mut Vec<u8>,
-    indent: bool,
-}
-
-impl Write for Indented<'_> {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        if !self.indent {
-            self.out.extend_from_slice(buf);
-            return Ok(buf.len());
+/// `text` with two spaces after every newline: serde_json's pretty printer
+/// at the top level made to print one level deeper. The printer writes a
+/// newline only between tokens (a string's newlines are escaped), so no
+/// string is changed. Done once over the finished text: a writer that
+/// indented each of the printer's small writes as it came cost 6 % of a
+/// folder of small files' time.
+fn indented(text: &[u8]) -> Vec<u8> {
+    let lines = text.iter().filter(|&&b| b == b'\n').count();
+    let mut out = Vec::with_capacity(text.len() + 2 * lines);
+    for (i, line) in text.split(|&b| b == b'\n').enumerate() {
+        if i > 0 {
+            out.extend_from_slice(b"\n  ");
         }
-        for (i, line) in buf.split(|&b| b == b'\n').enumerate() {
-            if i > 0 {
-                self.out.extend_from_slice(b"\n  ");
-            }
-            self.out.extend_from_slice(line);
-        }
-        Ok(buf.len())
+        out.extend_from_slice(line);
     }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
+    out
 }
 
 /// [`json`] from the parts [`json_entry`] rendered, in path order: the one
