@@ -8,10 +8,8 @@
 //! and the same chains of f32 additions give the same pixels the same
 //! depths; what differs is the work around them:
 //!
-//! - each vertex is moved into the views' space and to fixed point once,
-//!   not once a corner and axis, and a triangle's bounding box is found
-//!   before its depth gradients (most small triangles cover no pixel
-//!   centre and stop there);
+//! - a triangle's bounding box is found before its depth gradients (most
+//!   small triangles cover no pixel centre and stop there);
 //! - in a triangle of more than 64 bounding-box pixels each row is visited
 //!   only over the columns where all three edge functions are
 //!   non-negative, found by exact integer division, not by testing every
@@ -109,7 +107,7 @@ thread_local! {
 /// When a triangle names a vertex past `positions` (the C function reads
 /// out of bounds there).
 pub fn analyze(triangles: &[[u32; 3]], positions: &[[f32; 3]]) -> Overdraw {
-    let vertices = transform(positions);
+    let place = Transform::of(positions);
     let mut tally = Tally::default();
     VIEWS.with(|cell| {
         let mut slot = cell.borrow_mut();
@@ -120,13 +118,8 @@ pub fn analyze(triangles: &[[u32; 3]], positions: &[[f32; 3]]) -> Overdraw {
         // Each axis's view: which coordinates are its x, y and depth.
         for [x, y, z] in [[2, 1, 0], [0, 2, 1], [1, 0, 2]] {
             for t in triangles {
-                let c = t.map(|i| &vertices[i as usize]);
-                rasterize(
-                    views,
-                    &mut tally,
-                    c.map(|v| [v.at[x], v.at[y], v.at[z]]),
-                    c.map(|v| [v.fixed[x], v.fixed[y]]),
-                );
+                let c = t.map(|i| place.at(&positions[i as usize]));
+                rasterize(views, &mut tally, c.map(|v| [v[x], v[y], v[z]]), c.map(|v| [fixed(v[x]), fixed(v[y])]));
             }
             tally.covered += views.clear();
         }
@@ -135,38 +128,42 @@ pub fn analyze(triangles: &[[u32; 3]], positions: &[[f32; 3]]) -> Overdraw {
     Overdraw { pixels_covered: tally.covered, pixels_shaded: tally.shaded, overdraw }
 }
 
-/// A vertex in the views' space, and its coordinates in 28.4 fixed point.
-struct Vertex {
-    at: [f32; 3],
-    fixed: [i32; 3],
+/// meshoptimizer's `transformTriangles`: every position moved by the
+/// minimum over all positions and scaled so the largest extent spans 256,
+/// with its comparisons as written (a NaN coordinate never moves a bound).
+/// Applied to each corner as it is drawn (the same values for every
+/// corner of a vertex), not held for every vertex: 24 bytes a vertex were
+/// this check's memory, beside the first phase's hungriest checks.
+struct Transform {
+    lo: [f32; 3],
+    scale: f32,
 }
 
-/// meshoptimizer's `transformTriangles`, once a vertex rather than once a
-/// corner (the same values): every position moved by the minimum over all
-/// positions and scaled so the largest extent spans 256, with its
-/// comparisons as written (a NaN coordinate never moves a bound).
-fn transform(positions: &[[f32; 3]]) -> Vec<Vertex> {
-    let mut lo = [f32::MAX; 3];
-    let mut hi = [-f32::MAX; 3];
-    for v in positions {
-        for j in 0..3 {
-            lo[j] = if lo[j] > v[j] { v[j] } else { lo[j] };
-            hi[j] = if hi[j] < v[j] { v[j] } else { hi[j] };
+impl Transform {
+    fn of(positions: &[[f32; 3]]) -> Transform {
+        let mut lo = [f32::MAX; 3];
+        let mut hi = [-f32::MAX; 3];
+        for v in positions {
+            for j in 0..3 {
+                lo[j] = if lo[j] > v[j] { v[j] } else { lo[j] };
+                hi[j] = if hi[j] < v[j] { v[j] } else { hi[j] };
+            }
         }
+        let mut extent = 0.0f32;
+        for j in 0..3 {
+            let d = hi[j] - lo[j];
+            extent = if d < extent { extent } else { d };
+        }
+        let scale = if extent == 0.0 { 0.0 } else { VIEWPORT as f32 / extent };
+        Transform { lo, scale }
     }
-    let mut extent = 0.0f32;
-    for j in 0..3 {
-        let d = hi[j] - lo[j];
-        extent = if d < extent { extent } else { d };
+
+    /// A position in the views' space.
+    #[inline]
+    fn at(&self, v: &[f32; 3]) -> [f32; 3] {
+        let (lo, scale) = (self.lo, self.scale);
+        [(v[0] - lo[0]) * scale, (v[1] - lo[1]) * scale, (v[2] - lo[2]) * scale]
     }
-    let scale = if extent == 0.0 { 0.0 } else { VIEWPORT as f32 / extent };
-    positions
-        .iter()
-        .map(|v| {
-            let at = [(v[0] - lo[0]) * scale, (v[1] - lo[1]) * scale, (v[2] - lo[2]) * scale];
-            Vertex { at, fixed: at.map(fixed) }
-        })
-        .collect()
 }
 
 /// C's `int(16.0f * v + 0.5f)` as x86-64 computes it (`cvttss2si`):
