@@ -546,19 +546,38 @@ impl Checks<'_> {
             .collect()
     }
 
-    /// The checks that never read the world mesh, side by side, split in
-    /// catalog order. Deliberately: UV-005, UV-004 and UV-002 each hold
-    /// 40-70 MB above a 64 MB sphere's loaded asset and happen to run one
-    /// after another; every faster schedule tried (one queue costliest
-    /// first, UV-005 beside the light checks only) ran two of them side by
-    /// side and raised the peak by 10-25 MB (BENCHMARKS.md, "Seventh step").
+    /// The checks that never read the world mesh: the memory-hungry ones
+    /// (UV-002, UV-004, UV-005: each holds 40-70 MB above a 64 MB sphere's
+    /// loaded asset) one after another in catalog order, each still using
+    /// the pool inside, beside the others on the pool. The split in catalog
+    /// order that this replaced ran them one after another too, but by the
+    /// accident of where the pool split the catalog; every faster schedule
+    /// tried (one queue, costliest first) ran two of them side by side and
+    /// raised the peak by 10-25 MB (BENCHMARKS.md, "Seventh step"). A test
+    /// holds the three apart.
     fn first_phase(&self, asset: &Asset) -> Indexed {
-        CATALOG
-            .par_iter()
-            .enumerate()
-            .filter(|(_, d)| !catalog::reads_world(d))
-            .map(|(idx, def)| self.run(asset, idx, def))
-            .collect()
+        let surface = |d: &CheckDef| !catalog::reads_world(d);
+        let (mut hungry, rest) = rayon::join(
+            || {
+                let mut out = Indexed::new();
+                for (idx, def) in CATALOG.iter().enumerate() {
+                    if surface(def) && catalog::memory_hungry(def) {
+                        out.push(self.run(asset, idx, def));
+                    }
+                }
+                out
+            },
+            || {
+                CATALOG
+                    .par_iter()
+                    .enumerate()
+                    .filter(|(_, d)| surface(d) && !catalog::memory_hungry(d))
+                    .map(|(idx, def)| self.run(asset, idx, def))
+                    .collect::<Indexed>()
+            },
+        );
+        hungry.extend(rest);
+        hungry
     }
 
     /// The world mesh, then its checks. Beside the mesh, the memory-hungry

@@ -375,6 +375,44 @@ fn a_large_mesh_checked_without_its_surface_attributes_gives_the_same_report() {
     assert!(!islands.measured.is_empty());
 }
 
+/// On a mesh checked in two phases, the first phase's memory-hungry checks
+/// (UV-002, UV-004, UV-005: UV rasters, per-triangle samples, islands) run
+/// one after another, never side by side, whatever the light checks'
+/// timing: their spans in `MESHCHECK_CHECK_TIMES`' timeline do not meet.
+/// The three run on the pool side by side (tried: the chain made a
+/// parallel iterator of one item a job) fail it.
+#[test]
+fn the_first_phases_hungry_checks_run_one_at_a_time() {
+    let glb = Doc::single(sphere(700, 500, 1.0)).to_glb();
+    let asset = meshcheck::asset::load(meshcheck::asset::Input::from_bytes("sphere.glb", glb.clone())).unwrap();
+    assert!(asset.scene.world_mesh_bytes() >= meshcheck::engine::PHASED_WORLD_BYTES, "checked in two phases");
+    drop(asset);
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("sphere.glb");
+    std::fs::write(&file, glb).unwrap();
+    let out = util::bin()
+        .args(["validate", file.to_str().unwrap(), "--no-config", "--format", "json"])
+        .args(["--only", "PERF-004", "--only", "UV-002", "--only", "UV-004", "--only", "UV-005", "--only", "GEO-002"])
+        .env("MESHCHECK_CHECK_TIMES", "1")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("the scene's geometry freed"), "not the two phases: {err}");
+    let span = |id: &str| -> (f64, f64) {
+        let line =
+            err.lines().find(|l| l.starts_with(&format!("check {id} "))).unwrap_or_else(|| panic!("no {id}: {err}"));
+        let inner = line.rsplit_once('(').and_then(|(_, r)| r.strip_suffix(')')).unwrap_or_else(|| panic!("{line}"));
+        let (a, b) = inner.split_once("..").unwrap_or_else(|| panic!("{line}"));
+        (a.parse().unwrap(), b.parse().unwrap())
+    };
+    let hungry = ["UV-002", "UV-004", "UV-005"].map(span);
+    for (i, a) in hungry.iter().enumerate() {
+        for b in &hungry[i + 1..] {
+            assert!(a.1 <= b.0 || b.1 <= a.0, "{a:?} and {b:?} overlap:\n{err}");
+        }
+    }
+}
+
 /// The second phase's mesh built with the scene's positions and triangles
 /// freed as it reads them (`Scene::build_world_mesh_freeing`): a primitive
 /// drawn twice (once mirrored), a second mesh scaled, flipped and

@@ -52,12 +52,16 @@ pub fn reads_world(def: &CheckDef) -> bool {
     geo::FAMILY.checks.iter().chain(top::FAMILY.checks).any(|c| c.id == def.id)
 }
 
-/// Whether a check that reads the world mesh holds working arrays the size
-/// of the mesh while it runs (quad candidates, per-triangle qualities). On
-/// a large mesh the engine runs these one at a time, beside the others, so
-/// that their arrays are not held at once on top of the mesh.
+/// Whether a check holds working arrays the size of the mesh while it
+/// runs: of those that read the world mesh, quad candidates and
+/// per-triangle qualities (TOP-001, TOP-003); of the others, UV rasters,
+/// islands and per-triangle samples (UV-002, UV-004, UV-005). On a large
+/// mesh the engine runs each phase's hungry checks one at a time, beside
+/// the others, so that their arrays are not held at once.
 pub fn memory_hungry(def: &CheckDef) -> bool {
-    [&top::QUAD_RECONSTRUCTIBILITY, &top::TRIANGLE_REGULARITY].iter().any(|c| c.id == def.id)
+    [&top::QUAD_RECONSTRUCTIBILITY, &top::TRIANGLE_REGULARITY, &uv::OVERLAP, &uv::STRETCH, &uv::PADDING]
+        .iter()
+        .any(|c| c.id == def.id)
 }
 
 /// What a profile is checked against: every parameter some check reads (in
