@@ -140,18 +140,10 @@ pub fn quad_reconstructibility(cx: &Ctx<'_>) -> CheckOutput {
                 .collect()
         })
         .collect();
-    let quads = take_greedy(
-        &runs,
-        t.triangles.len(),
-        |ei| {
-            let f = t.faces_of(ei);
-            [f[0].tri(), f[1].tri()]
-        },
-        |z| {
-            let [a, b, c] = t.triangles[z as usize];
-            [t.edges.find(a, b), t.edges.find(b, c), t.edges.find(c, a)]
-        },
-    );
+    let quads = take_greedy(&runs, t.triangles.len(), |ei| {
+        let f = t.faces_of(ei);
+        [f[0].tri(), f[1].tri()]
+    });
     let faces = t.collapsed.iter().filter(|c| !**c).count() as u64;
     let pct = if faces > 0 { 2.0 * quads as f64 / faces as f64 * 100.0 } else { 0.0 };
     measured(
@@ -185,7 +177,7 @@ fn key(c: &[u16; 5]) -> (u64, u16) {
     (bits, c[4])
 }
 
-/// [`take_greedy`]'s mark of a triangle with no candidate left.
+/// [`take_greedy`]'s mark of a triangle with no candidate.
 const NO_CANDIDATE: u32 = u32::MAX;
 /// [`take_greedy`]'s mark of a triangle in a quad.
 const IN_QUAD: u32 = u32::MAX - 1;
@@ -193,39 +185,25 @@ const IN_QUAD: u32 = u32::MAX - 1;
 /// TOP-001's greedy pairing: the quads made when every candidate, in
 /// (score, edge) order, best quads first and ties to the lower edge index,
 /// pairs its edge's two triangles (`faces`) when neither is in a quad yet.
-/// `runs[r]` holds the candidates of edges r x [`RUN`].., in edge order;
-/// `edges_of(t)` names triangle t's edges.
+/// `runs[r]` holds the candidates of edges r x [`RUN`].., in edge order.
 ///
-/// Computed without sorting, as the locally dominant matching: each
-/// triangle points at its best candidate whose other triangle is not in a
-/// quad; a candidate both its triangles point at is taken, and a triangle
-/// that pointed at a candidate whose other triangle was just taken points
-/// again. With every candidate ordered strictly (score, then edge), the
-/// candidates taken are exactly the greedy ones (the best candidate left
-/// is always pointed at from both sides, and a candidate taken is the best
-/// left at both its triangles, so no better one could have claimed either
-/// first); the tests compare it with the greedy walk over one sorted list.
-/// The pointers take 4 bytes a triangle. The first round is two passes in
-/// edge order; only what is left after it (on a regular mesh, nothing)
-/// goes one candidate at a time. Sorting every run of candidates and
-/// merging the runs took longer (BENCHMARKS.md, "Eighth step").
-fn take_greedy<I: IntoIterator<Item = usize>>(
-    runs: &[Vec<[u16; 5]>],
-    triangles: usize,
-    faces: impl Fn(usize) -> [u32; 2],
-    edges_of: impl Fn(u32) -> I,
-) -> u64 {
-    pair_greedy(runs, triangles, faces, edges_of).0
+/// Found mostly without sorting. First, a round of the locally dominant
+/// matching: each triangle points at its best candidate, and every
+/// candidate both its triangles point at is taken, in two passes in edge
+/// order. With every candidate ordered strictly (score, then edge), such a
+/// candidate is the best left at both its triangles, so the greedy walk
+/// takes it too and it blocks nothing the walk would take elsewhere. What
+/// is left (candidates whose two triangles are both still free: none on a
+/// regular mesh, about half on a jittered icosphere) is then sorted and
+/// walked greedily. The pointers take 4 bytes a triangle. The tests
+/// compare it with the greedy walk over one sorted list.
+fn take_greedy(runs: &[Vec<[u16; 5]>], triangles: usize, faces: impl Fn(usize) -> [u32; 2]) -> u64 {
+    pair_greedy(runs, triangles, faces).0
 }
 
 /// [`take_greedy`], with every triangle's mark: [`IN_QUAD`] for those in
 /// a quad.
-fn pair_greedy<I: IntoIterator<Item = usize>>(
-    runs: &[Vec<[u16; 5]>],
-    triangles: usize,
-    faces: impl Fn(usize) -> [u32; 2],
-    edges_of: impl Fn(u32) -> I,
-) -> (u64, Vec<u32>) {
+fn pair_greedy(runs: &[Vec<[u16; 5]>], triangles: usize, faces: impl Fn(usize) -> [u32; 2]) -> (u64, Vec<u32>) {
     // Candidates are named by their place among all of them, in edge
     // order: run r's start at `base[r]`.
     let mut base = Vec::with_capacity(runs.len() + 1);
@@ -242,16 +220,6 @@ fn pair_greedy<I: IntoIterator<Item = usize>>(
         (r, &runs[r][i as usize - base[r]])
     };
     let bits = |i: u32| key(at(i).1).0;
-    let edge = |i: u32| {
-        let (r, c) = at(i);
-        r * RUN + c[4] as usize
-    };
-    let candidate_of = |e: usize| -> Option<u32> {
-        let r = e / RUN;
-        let p = runs.get(r)?.binary_search_by_key(&((e % RUN) as u16), |c| c[4]).ok()?;
-        Some((base[r] + p) as u32)
-    };
-    let other = |pair: [u32; 2], t: u32| if pair[0] == t { pair[1] } else { pair[0] };
     // Each triangle's best candidate (first pointers: candidates come in
     // ascending names, so a later one is better only by its score).
     let mut best = vec![NO_CANDIDATE; triangles];
@@ -281,63 +249,32 @@ fn pair_greedy<I: IntoIterator<Item = usize>>(
             }
         }
     }
-    // The triangles left pointing at a candidate whose other triangle was
-    // taken, found in a second pass.
-    let mut stale: Vec<u32> = Vec::new();
+    // The rest is the greedy walk over the candidates left, both of whose
+    // triangles are still free, sorted: the greedy pairing of what the
+    // first round left is the rest of the whole one (a candidate taken in
+    // the first round is the best left at both its triangles, so it blocks
+    // only candidates at those two, which the walk no longer sees). On a
+    // regular mesh nothing is left; on an irregular one (a jittered
+    // icosphere) about half the candidates are, and one by one, each take
+    // repointing its neighbours, cost more than sorting them.
+    let mut left: Vec<(u64, u32)> = Vec::new();
     for (r, run) in runs.iter().enumerate() {
-        for (p, c) in run.iter().enumerate() {
-            let i = (base[r] + p) as u32;
-            let [x, y] = faces(r * RUN + c[4] as usize);
-            if best[x as usize] == i && best[y as usize] == IN_QUAD {
-                stale.push(x);
-            } else if best[y as usize] == i && best[x as usize] == IN_QUAD {
-                stale.push(y);
+        for c in run {
+            let e = r * RUN + c[4] as usize;
+            let [x, y] = faces(e);
+            if best[x as usize] != IN_QUAD && best[y as usize] != IN_QUAD {
+                left.push((key(c).0, e as u32));
             }
         }
     }
-    // Triangle z's best candidate whose other triangle is not in a quad.
-    let repoint = |z: u32, best: &[u32]| -> u32 {
-        let (mut found, mut found_bits) = (NO_CANDIDATE, 0);
-        for e in edges_of(z) {
-            let Some(c) = candidate_of(e) else { continue };
-            if best[other(faces(e), z) as usize] == IN_QUAD {
-                continue;
-            }
-            let b = bits(c);
-            if found == NO_CANDIDATE || (b, c) < (found_bits, found) {
-                (found, found_bits) = (c, b);
-            }
-        }
-        found
-    };
-    // Then one candidate at a time: each taken, the triangles that pointed
-    // at a candidate of its two point again.
-    let mut ready: Vec<u32> = Vec::new();
-    for z in stale {
-        let next = repoint(z, &best);
-        best[z as usize] = next;
-        if next != NO_CANDIDATE && best[other(faces(edge(next)), z) as usize] == next {
-            ready.push(next);
-        }
-    }
-    while let Some(i) = ready.pop() {
-        let [x, y] = faces(edge(i));
-        quads += 1;
-        best[x as usize] = IN_QUAD;
-        best[y as usize] = IN_QUAD;
-        for t in [x, y] {
-            for e in edges_of(t) {
-                let Some(c) = candidate_of(e) else { continue };
-                let z = other(faces(e), t);
-                if c == i || best[z as usize] != c {
-                    continue;
-                }
-                let next = repoint(z, &best);
-                best[z as usize] = next;
-                if next != NO_CANDIDATE && best[other(faces(edge(next)), z) as usize] == next {
-                    ready.push(next);
-                }
-            }
+    // (score, edge): the edges' order is the candidates' order.
+    left.par_sort_unstable();
+    for (_, e) in left {
+        let [x, y] = faces(e as usize);
+        if best[x as usize] != IN_QUAD && best[y as usize] != IN_QUAD {
+            best[x as usize] = IN_QUAD;
+            best[y as usize] = IN_QUAD;
+            quads += 1;
         }
     }
     (quads, best)
@@ -614,21 +551,14 @@ mod tests {
     }
 
     /// The check's pairing over random candidates: `faces[e]` joins edge
-    /// e's two triangles, and each triangle's edges are listed from them.
+    /// e's two triangles.
     fn ours(cands: &[(f64, usize)], faces: &[[u32; 2]], edges: usize, triangles: u32) -> u64 {
         ours_paired(cands, faces, edges, triangles).0
     }
 
     /// [`ours`], with whether each triangle is in a quad.
     fn ours_paired(cands: &[(f64, usize)], faces: &[[u32; 2]], edges: usize, triangles: u32) -> (u64, Vec<bool>) {
-        let mut edges_of = vec![Vec::new(); triangles as usize];
-        for (e, f) in faces.iter().enumerate() {
-            edges_of[f[0] as usize].push(e);
-            edges_of[f[1] as usize].push(e);
-        }
-        let runs = runs_of(cands, edges);
-        let (quads, marks) =
-            pair_greedy(&runs, triangles as usize, |e| faces[e], |t| edges_of[t as usize].iter().copied());
+        let (quads, marks) = pair_greedy(&runs_of(cands, edges), triangles as usize, |e| faces[e]);
         (quads, marks.iter().map(|&m| m == IN_QUAD).collect())
     }
 
