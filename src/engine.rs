@@ -537,73 +537,51 @@ impl Checks<'_> {
         timed(|| "shared data (welded world mesh)".into(), prepare)
     }
 
-    fn world_checks(&self, asset: &Asset, hungry: Option<bool>) -> Indexed {
-        CATALOG
-            .par_iter()
-            .enumerate()
-            .filter(|(_, d)| catalog::reads_world(d) && hungry.is_none_or(|h| catalog::memory_hungry(d) == h))
-            .map(|(idx, def)| self.run(asset, idx, def))
-            .collect()
+    /// The selected checks of the catalog, side by side on the pool.
+    fn on_pool(&self, asset: &Asset, select: impl Fn(&CheckDef) -> bool + Sync) -> Indexed {
+        CATALOG.par_iter().enumerate().filter(|(_, d)| select(d)).map(|(idx, def)| self.run(asset, idx, def)).collect()
     }
 
-    /// The checks that never read the world mesh: the memory-hungry ones
-    /// (UV-002, UV-004, UV-005: each holds 40-70 MB above a 64 MB sphere's
-    /// loaded asset) one after another in catalog order, each still using
-    /// the pool inside, beside the others on the pool. The split in catalog
-    /// order that this replaced ran them one after another too, but by the
-    /// accident of where the pool split the catalog; every faster schedule
-    /// tried (one queue, costliest first) ran two of them side by side and
-    /// raised the peak by 10-25 MB (BENCHMARKS.md, "Seventh step"). A test
-    /// holds the three apart.
-    fn first_phase(&self, asset: &Asset) -> Indexed {
-        let surface = |d: &CheckDef| !catalog::reads_world(d);
+    /// The selected checks of a large mesh's phase: the memory-hungry ones
+    /// ([`catalog::memory_hungry`]) one after another on one thread, in
+    /// catalog order or (`last_first`) the reverse, each still using the
+    /// pool inside, beside the others on the pool. So their arrays are
+    /// never held at once: every faster schedule tried for the first phase
+    /// (one queue, costliest first) ran two of them side by side and raised
+    /// the peak by 10-25 MB (BENCHMARKS.md, "Seventh step"); a test holds
+    /// the first phase's three apart.
+    fn chained(&self, asset: &Asset, select: impl Fn(&CheckDef) -> bool + Sync, last_first: bool) -> Indexed {
         let (mut hungry, rest) = rayon::join(
             || {
-                let mut out = Indexed::new();
-                for (idx, def) in CATALOG.iter().enumerate() {
-                    if surface(def) && catalog::memory_hungry(def) {
-                        out.push(self.run(asset, idx, def));
-                    }
+                let mut chain: Vec<usize> =
+                    (0..CATALOG.len()).filter(|&i| select(CATALOG[i]) && catalog::memory_hungry(CATALOG[i])).collect();
+                if last_first {
+                    chain.reverse();
                 }
-                out
+                chain.into_iter().map(|idx| self.run(asset, idx, CATALOG[idx])).collect::<Indexed>()
             },
-            || {
-                CATALOG
-                    .par_iter()
-                    .enumerate()
-                    .filter(|(_, d)| surface(d) && !catalog::memory_hungry(d))
-                    .map(|(idx, def)| self.run(asset, idx, def))
-                    .collect::<Indexed>()
-            },
+            || self.on_pool(asset, |d| select(d) && !catalog::memory_hungry(d)),
         );
         hungry.extend(rest);
         hungry
     }
 
-    /// The world mesh, then its checks. Beside the mesh, the memory-hungry
-    /// checks run one after another (each still using the pool inside),
-    /// beside the others.
+    /// A large mesh's first phase: the checks that never read the world
+    /// mesh, UV-002, UV-004 and UV-005 (each holding 40-70 MB above a 64 MB
+    /// sphere's loaded asset) chained.
+    fn first_phase(&self, asset: &Asset) -> Indexed {
+        self.chained(asset, |d| !catalog::reads_world(d), false)
+    }
+
+    /// The world mesh, then its checks, TOP-001 and TOP-003 chained. Last
+    /// in the catalog first: TOP-003's qualities run while the others still
+    /// share the cores, and TOP-001, whose last passes (the greedy pairing)
+    /// are sequential, ends the chain with its parallel candidates able to
+    /// use a core the others have left (TOP-003 last left that core idle
+    /// for its run).
     fn second_phase(&self, asset: &Asset) -> Indexed {
         self.prepare(asset);
-        let (mut hungry, rest) = rayon::join(
-            || {
-                // Last in the catalog first: TOP-003's qualities run while
-                // the others still share the cores, and TOP-001, whose last
-                // pass (the greedy pairing) is sequential, ends the chain
-                // with its parallel candidates able to use a core the others
-                // have left (TOP-003 last left that core idle for its run).
-                let mut out = Indexed::new();
-                for (idx, def) in CATALOG.iter().enumerate().rev() {
-                    if catalog::reads_world(def) && catalog::memory_hungry(def) {
-                        out.push(self.run(asset, idx, def));
-                    }
-                }
-                out
-            },
-            || self.world_checks(asset, Some(false)),
-        );
-        hungry.extend(rest);
-        hungry
+        self.chained(asset, catalog::reads_world, true)
     }
 
     /// A smaller mesh: built beside the checks that never read it, then
@@ -612,9 +590,9 @@ impl Checks<'_> {
         let (mut results, rest) = rayon::join(
             || {
                 self.prepare(asset);
-                self.world_checks(asset, None)
+                self.on_pool(asset, catalog::reads_world)
             },
-            || self.first_phase(asset),
+            || self.on_pool(asset, |d| !catalog::reads_world(d)),
         );
         results.extend(rest);
         results
