@@ -836,8 +836,7 @@ type Quantiles = (f64, f64, f64);
 
 /// Density percentiles of one sample set: (p5, median, p95).
 fn density_quantiles(items: &mut [guv::Weighted]) -> Option<Quantiles> {
-    let q = |items: &mut [guv::Weighted], x: f64| guv::weighted_quantile(items, x);
-    Some((q(items, 0.05)?, q(items, 0.5)?, q(items, 0.95)?))
+    guv::weighted_quantiles(items, [0.05, 0.5, 0.95]).map(|[p5, median, p95]| (p5, median, p95))
 }
 
 /// UV-008.
