@@ -545,7 +545,8 @@ impl Checks<'_> {
     /// The selected checks of a large mesh's phase: the memory-hungry ones
     /// ([`catalog::memory_hungry`]) one after another on one thread, in
     /// catalog order or (`last_first`) the reverse, each still using the
-    /// pool inside, beside the others on the pool. So their arrays are
+    /// pool inside, beside the others on the pool (those that
+    /// [`catalog::runs_first`] first, one after another). So their arrays are
     /// never held at once: every faster schedule tried for the first phase
     /// (one queue, costliest first) ran two of them side by side and raised
     /// the peak by 10-25 MB (BENCHMARKS.md, "Seventh step"); a test holds
@@ -560,7 +561,21 @@ impl Checks<'_> {
                 }
                 chain.into_iter().map(|idx| self.run(asset, idx, CATALOG[idx])).collect::<Indexed>()
             },
-            || self.on_pool(asset, |d| select(d) && !catalog::memory_hungry(d)),
+            || {
+                // The checks that run first beside the chain
+                // ([`catalog::runs_first`]), one after another, then the rest.
+                let mut first: Indexed = (0..CATALOG.len())
+                    .filter(|&i| {
+                        let d = CATALOG[i];
+                        select(d) && !catalog::memory_hungry(d) && catalog::runs_first(d)
+                    })
+                    .map(|idx| self.run(asset, idx, CATALOG[idx]))
+                    .collect();
+                first.extend(
+                    self.on_pool(asset, |d| select(d) && !catalog::memory_hungry(d) && !catalog::runs_first(d)),
+                );
+                first
+            },
         );
         hungry.extend(rest);
         hungry

@@ -378,7 +378,8 @@ fn a_large_mesh_checked_without_its_surface_attributes_gives_the_same_report() {
 /// On a mesh checked in two phases, the first phase's memory-hungry checks
 /// (UV-002, UV-004, UV-005: UV rasters, per-triangle samples, islands) run
 /// one after another, never side by side, whatever the light checks'
-/// timing: their spans in `MESHCHECK_CHECK_TIMES`' timeline do not meet.
+/// timing: their spans in `MESHCHECK_CHECK_TIMES`' timeline do not meet;
+/// and PERF-006 ends before the other light checks begin.
 /// The three run on the pool side by side (tried: the chain made a
 /// parallel iterator of one item a job) fail it.
 #[test]
@@ -393,6 +394,7 @@ fn the_first_phases_hungry_checks_run_one_at_a_time() {
     let out = util::bin()
         .args(["validate", file.to_str().unwrap(), "--no-config", "--format", "json"])
         .args(["--only", "PERF-004", "--only", "UV-002", "--only", "UV-004", "--only", "UV-005", "--only", "GEO-002"])
+        .args(["--only", "PERF-005", "--only", "PERF-006"])
         .env("MESHCHECK_CHECK_TIMES", "1")
         .output()
         .unwrap();
@@ -410,6 +412,13 @@ fn the_first_phases_hungry_checks_run_one_at_a_time() {
         for b in &hungry[i + 1..] {
             assert!(a.1 <= b.0 || b.1 <= a.0, "{a:?} and {b:?} overlap:\n{err}");
         }
+    }
+    // PERF-006 (its vertex table) runs first beside the chain, before the
+    // other light checks start (catalog::runs_first); left to the pool it
+    // ran after PERF-004 and PERF-005, and could meet UV-005's end.
+    let first = span("PERF-006");
+    for id in ["PERF-004", "PERF-005"] {
+        assert!(first.1 <= span(id).0, "PERF-006 {first:?} not before {id} {:?}:\n{err}", span(id));
     }
 }
 
