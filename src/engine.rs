@@ -312,6 +312,18 @@ fn validate_loaded(
                 (loaded, Some(joined(handle.join())))
             })
         }
+        // Its validation was begun ahead (a folder run's next files): Node
+        // is at it already, and its outcome is taken after the checks, on
+        // this thread, rather than waited for on a thread of its own.
+        (Some(v), origin) if origin.path().is_some_and(|p| v.begun_ahead(p)) => {
+            let name = opened.main_name();
+            let loaded = load(&opened).and_then(measure);
+            let main = Main { bytes: MainBytes::Held(&opened.main), path: origin.path() };
+            let spec = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                v.validate_main(&name, main, opened.resolver.as_ref())
+            }));
+            (loaded, Some(joined(spec)))
+        }
         // The reference validator runs beside the loader, the renderer and the checks.
         (Some(v), _) => std::thread::scope(|s| {
             let name = opened.main_name();
