@@ -554,6 +554,14 @@ impl Checks<'_> {
         CATALOG.par_iter().enumerate().filter(|(_, d)| select(d)).map(|(idx, def)| self.run(asset, idx, def)).collect()
     }
 
+    /// The selected checks one after another on this thread, in catalog
+    /// order or (`last_first`) the reverse.
+    fn in_turn(&self, asset: &Asset, select: impl Fn(&CheckDef) -> bool, last_first: bool) -> Indexed {
+        let chosen = (0..CATALOG.len()).filter(|&i| select(CATALOG[i]));
+        let order: Vec<usize> = if last_first { chosen.rev().collect() } else { chosen.collect() };
+        order.into_iter().map(|idx| self.run(asset, idx, CATALOG[idx])).collect()
+    }
+
     /// The selected checks of a large mesh's phase: the memory-hungry ones
     /// ([`catalog::memory_hungry`]) one after another on one thread, in
     /// catalog order or (`last_first`) the reverse, each still using the
@@ -565,27 +573,13 @@ impl Checks<'_> {
     /// the first phase's three apart.
     fn chained(&self, asset: &Asset, select: impl Fn(&CheckDef) -> bool + Sync, last_first: bool) -> Indexed {
         let (mut hungry, rest) = rayon::join(
-            || {
-                let mut chain: Vec<usize> =
-                    (0..CATALOG.len()).filter(|&i| select(CATALOG[i]) && catalog::memory_hungry(CATALOG[i])).collect();
-                if last_first {
-                    chain.reverse();
-                }
-                chain.into_iter().map(|idx| self.run(asset, idx, CATALOG[idx])).collect::<Indexed>()
-            },
+            || self.in_turn(asset, |d| select(d) && catalog::memory_hungry(d), last_first),
             || {
                 // The checks that run first beside the chain
                 // ([`catalog::runs_first`]), one after another, then the rest.
-                let mut first: Indexed = (0..CATALOG.len())
-                    .filter(|&i| {
-                        let d = CATALOG[i];
-                        select(d) && !catalog::memory_hungry(d) && catalog::runs_first(d)
-                    })
-                    .map(|idx| self.run(asset, idx, CATALOG[idx]))
-                    .collect();
-                first.extend(
-                    self.on_pool(asset, |d| select(d) && !catalog::memory_hungry(d) && !catalog::runs_first(d)),
-                );
+                let light = |d: &CheckDef| select(d) && !catalog::memory_hungry(d);
+                let mut first = self.in_turn(asset, |d| light(d) && catalog::runs_first(d), false);
+                first.extend(self.on_pool(asset, |d| light(d) && !catalog::runs_first(d)));
                 first
             },
         );

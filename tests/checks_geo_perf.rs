@@ -378,10 +378,10 @@ fn a_large_mesh_checked_without_its_surface_attributes_gives_the_same_report() {
 /// On a mesh checked in two phases, the first phase's memory-hungry checks
 /// (UV-002, UV-004, UV-005: UV rasters, per-triangle samples, islands) run
 /// one after another, never side by side, whatever the light checks'
-/// timing: their spans in `MESHCHECK_CHECK_TIMES`' timeline do not meet;
-/// and PERF-006 ends before the other light checks begin.
-/// The three run on the pool side by side (tried: the chain made a
-/// parallel iterator of one item a job) fail it.
+/// timing: their spans in `MESHCHECK_CHECK_TIMES`' timeline do not meet
+/// (the three run on the pool side by side, tried when the chain made a
+/// parallel iterator of one item a job, fail it). And PERF-006 ends before
+/// the other light checks begin (it fails without `catalog::runs_first`).
 #[test]
 fn the_first_phases_hungry_checks_run_one_at_a_time() {
     let glb = Doc::single(sphere(700, 500, 1.0)).to_glb();

@@ -419,7 +419,9 @@ fn ahead_of(k: usize, jobs: usize) -> impl Iterator<Item = (usize, u64)> {
 /// only when its own request is the same.
 fn begin_ahead(job: &Job, opts: &Options, begun: &AtomicBool, max_bytes: u64) {
     let (Some(v), Some(path)) = (&opts.validator, &job.path) else { return };
-    if !opts.runs_validator() {
+    // Each file is looked at by up to four workers' starts: once begun,
+    // not again (no file system call).
+    if !opts.runs_validator() || begun.load(Ordering::SeqCst) {
         return;
     }
     // Too large for this distance: left for a later, nearer look (or its turn).
@@ -643,7 +645,6 @@ mod tests {
         unsafe { libc::getpriority(libc::PRIO_PROCESS, 0) }
     }
 
-    #[cfg(target_os = "linux")]
     #[test]
     fn a_worker_begins_the_next_file_and_three_small_ones_after_it() {
         let plan: Vec<(usize, u64)> = ahead_of(10, 100).collect();
@@ -657,6 +658,7 @@ mod tests {
         assert_eq!(ahead_of(99, 100).count(), 0);
     }
 
+    #[cfg(target_os = "linux")]
     #[test]
     fn a_yielding_thread_runs_niced_below_the_rest() {
         let before = nice();

@@ -954,8 +954,8 @@ mod waiters {
     use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender, channel};
     use std::time::Duration;
 
-    /// A job: it must not wait on another job (none is ever queued, so
-    /// none waits for a thread either).
+    /// A job: it runs on a thread of its own at once, so it may wait on
+    /// another job (none waits in a queue for a thread).
     pub type Job = Box<dyn FnOnce() + Send + 'static>;
 
     /// How long an idle thread waits for another job before it ends.

@@ -31,6 +31,4 @@ pub use metrics::{MirrorStats, RangeStats, mirrored_triangles, texel_density, uv
 pub use overlap::uv_overlap;
 pub use padding::{MAX_SEARCH_TEXELS, PaddingStats, island_padding};
 pub use raster::DEFAULT_RASTER_PX;
-pub use stretch::{
-    StretchStats, Weighted, extend_measured, summarize_stretch, triangle_stretch, weighted_quantile, weighted_quantiles,
-};
+pub use stretch::{StretchStats, Weighted, extend_measured, summarize_stretch, triangle_stretch, weighted_quantiles};
