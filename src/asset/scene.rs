@@ -19,7 +19,7 @@ pub use super::primitive::{MAX_UV_SETS, Primitive};
 use crate::error::{Error, ErrorCode, Result};
 use crate::geom::mat4::{self, Aabb, Mat4};
 use crate::geom::mesh::edges::Topology;
-use crate::geom::mesh::vector::{self, quality_summary};
+use crate::geom::mesh::vector::{self, QualityStream};
 use crate::geom::topology;
 use gltf::json::validation::Checked;
 use rayon::prelude::*;
@@ -33,6 +33,11 @@ pub const WORLD_BYTES_PER_VERTEX: u64 = 80;
 /// Estimated bytes per drawn triangle (world and welded triangles, flags,
 /// three edges with their faces, shell, patch, orientation and normal).
 pub const WORLD_BYTES_PER_TRIANGLE: u64 = 160;
+
+/// Triangles whose qualities [`Scene::build_world_mesh_freeing`] computes
+/// at once, on the thread pool, before pushing them in order into TOP-003's
+/// summary: 512 KB of qualities.
+const QUALITY_WINDOW: usize = 1 << 16;
 
 /// One drawn instance of a primitive.
 #[derive(Debug, Clone)]
@@ -108,7 +113,7 @@ pub struct WorldMesh {
     pub topology: Topology,
     /// Degenerate flag per triangle (see `checks::geo::degenerate`), computed once.
     pub degenerate: OnceLock<Vec<bool>>,
-    /// TOP-003's quality summary ([`quality_summary`]), when it was computed
+    /// TOP-003's quality summary ([`vector::quality_summary`]), when it was computed
     /// while the mesh was built ([`Scene::build_world_mesh_freeing`]); set
     /// there or never, so a plain field.
     pub regularity: Option<Option<(f64, f64, usize)>>,
@@ -280,23 +285,36 @@ impl Scene {
         let corners_of =
             |ii: usize, tri: [u32; 3]| wound_corners(tri, mirrored[ii], |i| points[first_point[ii] + i as usize]);
         let each = |ii: usize| &triangles[self.instances[ii].primitive];
-        let mut degenerate = Vec::with_capacity(total_tris);
+        // Each triangle's shape once, for its degenerate flag (written in
+        // place) and, with `regularity`, its quality, pushed in triangle
+        // order a window at a time into TOP-003's summary: no list of every
+        // quality is held beside the points and triangles (this step is the
+        // large mesh's peak).
+        let mut degenerate = vec![false; total_tris];
+        let mut stream = regularity.then(|| QualityStream::new(total_tris));
+        let mut window = Vec::new();
+        let mut flags = &mut degenerate[..];
         for ii in 0..self.instances.len() {
-            degenerate.par_extend(each(ii).par_iter().map(|&t| {
-                let (c, repeated) = corners_of(ii, t);
-                vector::is_degenerate(c, repeated, tolerance)
-            }));
-        }
-        let summary = regularity.then(|| {
-            let mut q = Vec::with_capacity(total_tris);
-            for ii in 0..self.instances.len() {
-                q.par_extend(each(ii).par_iter().map(|&t| {
-                    let ([a, b, c], _) = corners_of(ii, t);
-                    vector::shape(a, b, c).quality
-                }));
+            for tris in each(ii).chunks(QUALITY_WINDOW) {
+                let (head, tail) = flags.split_at_mut(tris.len());
+                flags = tail;
+                let shapes = tris.par_iter().zip(head.par_iter_mut()).map(|(&t, flag)| {
+                    let ([a, b, c], repeated) = corners_of(ii, t);
+                    let s = vector::shape(a, b, c);
+                    *flag = repeated || vector::degenerate_shape(&s, tolerance);
+                    s.quality
+                });
+                match stream.as_mut() {
+                    Some(stream) => {
+                        shapes.collect_into_vec(&mut window);
+                        stream.extend(&window);
+                    }
+                    None => shapes.for_each(drop),
+                }
             }
-            quality_summary(q)
-        });
+        }
+        drop(window);
+        let summary = stream.map(QualityStream::finish);
         let instances = &self.instances;
         let topology = Topology::build_owned(points, tolerance, move |welded| {
             let out = welded_triangles(instances, &first_point, welded, total_tris, |p| &triangles[p]);
