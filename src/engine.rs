@@ -417,7 +417,19 @@ fn run_checks_freeing(
         return run_checks(asset, opts, spec, render);
     }
     let checks = Checks { opts, spec, render };
-    let mut results = checks.first_phase(asset);
+    // The checks that read the normals, tangents and colours (PERF-006)
+    // beside the chain's first check, then those streams freed: the rest
+    // of the phase, UV-004 and UV-005 (its peak) among it, runs without
+    // them (the 32 MB sphere's normals are 7 MB).
+    let mut results = checks.first_phase_head(asset);
+    timed(
+        || "vertex streams freed (normals, tangents, colours)".into(),
+        || {
+            asset.scene.free_vertex_streams();
+            release_free_memory();
+        },
+    );
+    results.extend(checks.first_phase_rest(asset));
     asset.scene.free_surface_attributes();
     release_free_memory();
     // The mesh is built here, with the scene's positions and triangles
@@ -592,6 +604,34 @@ impl Checks<'_> {
     /// sphere's loaded asset) chained.
     fn first_phase(&self, asset: &Asset) -> Indexed {
         self.chained(asset, |d| !catalog::reads_world(d), false)
+    }
+
+    /// Whether `def` is in [`Checks::first_phase_head`]: a check that reads
+    /// the vertex streams ([`catalog::reads_vertex_streams`]), or the first
+    /// memory-hungry check of the first phase (UV-002), which it runs beside.
+    fn in_first_head(def: &CheckDef) -> bool {
+        let first_hungry = CATALOG.iter().find(|d| !catalog::reads_world(d) && catalog::memory_hungry(d)).map(|d| d.id);
+        !catalog::reads_world(def)
+            && (catalog::reads_vertex_streams(def) || (catalog::memory_hungry(def) && Some(def.id) == first_hungry))
+    }
+
+    /// [`Checks::first_phase`] for an asset the engine owns, in two steps
+    /// with the vertex streams freed between them: first the checks that
+    /// read them beside the chain's first check (PERF-006 beside UV-002,
+    /// as [`catalog::runs_first`] already ran it), ...
+    fn first_phase_head(&self, asset: &Asset) -> Indexed {
+        let (mut streams, rest) = rayon::join(
+            || self.in_turn(asset, |d| Self::in_first_head(d) && catalog::reads_vertex_streams(d), false),
+            || self.in_turn(asset, |d| Self::in_first_head(d) && !catalog::reads_vertex_streams(d), false),
+        );
+        streams.extend(rest);
+        streams
+    }
+
+    /// ... then the rest of the phase, chained as [`Checks::first_phase`]
+    /// chains it.
+    fn first_phase_rest(&self, asset: &Asset) -> Indexed {
+        self.chained(asset, |d| !catalog::reads_world(d) && !Self::in_first_head(d), false)
     }
 
     /// The world mesh, then its checks, TOP-001 and TOP-003 chained. Last

@@ -381,7 +381,8 @@ fn a_large_mesh_checked_without_its_surface_attributes_gives_the_same_report() {
 /// timing: their spans in `MESHCHECK_CHECK_TIMES`' timeline do not meet
 /// (the three run on the pool side by side, tried when the chain made a
 /// parallel iterator of one item a job, fail it). And PERF-006 ends before
-/// the other light checks begin (it fails without `catalog::runs_first`).
+/// the other light checks begin (it fails without `catalog::runs_first`),
+/// and the vertex streams only it reads are freed before UV-004 begins.
 #[test]
 fn the_first_phases_hungry_checks_run_one_at_a_time() {
     let glb = Doc::single(sphere(700, 500, 1.0)).to_glb();
@@ -420,6 +421,11 @@ fn the_first_phases_hungry_checks_run_one_at_a_time() {
     for id in ["PERF-004", "PERF-005"] {
         assert!(first.1 <= span(id).0, "PERF-006 {first:?} not before {id} {:?}:\n{err}", span(id));
     }
+    // The normals, tangents and colours, which only PERF-006 reads, are
+    // freed once it has run, before UV-004 and UV-005 (the phase's peak).
+    let line = err.lines().find(|l| l.starts_with("vertex streams freed")).unwrap_or_else(|| panic!("{err}"));
+    let freed: f64 = line.rsplit_once('(').and_then(|(_, r)| r.split_once("..")).unwrap().0.parse().unwrap();
+    assert!(first.1 <= freed && freed <= span("UV-004").0, "streams freed at {freed}, PERF-006 {first:?}:\n{err}");
 }
 
 /// The second phase's mesh built with the scene's positions and triangles

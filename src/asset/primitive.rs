@@ -59,6 +59,11 @@ impl Primitive {
     /// has run ([`crate::asset::scene::Scene::free_surface_attributes`]).
     pub fn free_surface_attributes(&mut self) {
         self.uvs = Vec::new();
+        self.free_vertex_streams();
+    }
+    /// Frees the normals, tangents and colours (only drawing and PERF-006
+    /// read them), keeping positions, UVs and triangles.
+    pub fn free_vertex_streams(&mut self) {
         self.normals = None;
         self.tangents = None;
         self.colors = None;

@@ -378,6 +378,11 @@ impl Scene {
     pub fn free_surface_attributes(&mut self) {
         self.primitives.iter_mut().for_each(Primitive::free_surface_attributes);
     }
+    /// Every primitive's normals, tangents and colours freed
+    /// ([`Primitive::free_vertex_streams`]).
+    pub fn free_vertex_streams(&mut self) {
+        self.primitives.iter_mut().for_each(Primitive::free_vertex_streams);
+    }
     /// The path from a scene root to `node`, root first.
     pub fn path_to(&self, node: usize) -> Vec<usize> {
         let mut path = vec![node];
