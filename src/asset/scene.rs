@@ -288,8 +288,8 @@ impl Scene {
         // Each triangle's shape once, for its degenerate flag (written in
         // place) and, with `regularity`, its quality, pushed in triangle
         // order a window at a time into TOP-003's summary: no list of every
-        // quality is held beside the points and triangles (this step is the
-        // large mesh's peak).
+        // quality is held beside the points and triangles (8 bytes a
+        // triangle).
         let mut degenerate = vec![false; total_tris];
         let mut stream = regularity.then(|| QualityStream::new(total_tris));
         let mut window = Vec::new();
