@@ -441,7 +441,9 @@ fn begin_ahead(job: &Job, opts: &Options, begun: &AtomicBool, max_bytes: u64) {
         return;
     }
     let uri = opened.main_name();
-    v.begin_ahead(uri, path.clone(), opened.main.into(), opened.resolver);
+    // The bytes move into the validator's hold as they are: no copy (a
+    // shared slice, `Arc<[u8]>`, was a second allocation of the file).
+    v.begin_ahead(uri, path.clone(), std::sync::Arc::new(opened.main), opened.resolver);
 }
 
 /// How much lower than the rest of the process the checks' workers run

@@ -667,7 +667,7 @@ const AHEAD_MAX_PENDING: usize = 16;
 /// outcome when it comes.
 struct Ahead {
     uri: String,
-    bytes: Arc<[u8]>,
+    bytes: Arc<Vec<u8>>,
     outcome: Receiver<std::result::Result<Findings, Failure>>,
 }
 
@@ -870,7 +870,7 @@ impl Validator {
         if let Some(a) = begun
             && let MainBytes::Held(bytes) = main.bytes
             && a.uri == uri
-            && *a.bytes == *bytes
+            && a.bytes[..] == *bytes
             && let Ok(outcome) = a.outcome.recv()
         {
             return outcome;
@@ -911,7 +911,7 @@ impl Validator {
     /// while the workers finish their checks (BENCHMARKS.md, "SPEC-001
     /// overhead"). Nothing is begun once the package is known not to load,
     /// nor while `AHEAD_MAX_PENDING` outcomes wait to be taken.
-    pub fn begin_ahead(self: &Arc<Self>, uri: String, path: PathBuf, bytes: Arc<[u8]>, resolver: Arc<dyn Resolver>) {
+    pub fn begin_ahead(self: &Arc<Self>, uri: String, path: PathBuf, bytes: Arc<Vec<u8>>, resolver: Arc<dyn Resolver>) {
         if matches!(self.started.get(), Some(Err(_))) {
             return;
         }
