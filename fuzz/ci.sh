@@ -8,9 +8,14 @@
 #
 # It calls cargo directly with cargo-fuzz 0.13's flags instead of installing
 # cargo-fuzz, and builds at opt-level 1 with the default codegen units
-# (cargo-fuzz forces one codegen unit at opt-level 3, which takes about
-# 12 minutes here; this build about a third of that). The runs are a smoke
-# test of minutes, not the 10-minute campaigns of fuzz/README.md.
+# (cargo-fuzz forces one codegen unit at opt-level 3). Cold, this build
+# takes about 21 CPU-minutes: every crate gets ASan and the coverage
+# passes. Opt-level 0 for the dependencies took 9 CPU-minutes, but the
+# targets ran up to ten times fewer inputs a second; opt-level 0 for the
+# crates the targets do not run (wgpu, rustls, clap, ...) saved a fifth and
+# still slowed zip_bundle ninefold (BENCHMARKS.md, "CI's time"). The runs
+# are a smoke test of minutes, not the 10-minute campaigns of
+# fuzz/README.md.
 #
 # New corpus entries go to a scratch folder, so the committed corpus stays as
 # minimised. A crash, a timeout over 10 s or an allocation over 1 GB fails the
