@@ -42,11 +42,15 @@ pub fn uv_overlap(meshes: &[UvMesh<'_>], width: u32, height: u32) -> OverlapStat
 
 /// [`uv_overlap`], counting from spans up to `max_spans` of them.
 fn overlap_counted(meshes: &[UvMesh<'_>], width: u32, height: u32, max_spans: usize) -> OverlapStats {
+    let [mut kept_list, mut by_row] = KEPT_SPANS.take();
     let (coverage, plan, counts) = rasterise(
         meshes,
         width,
         height,
-        |plan| (plan, Coverage::Spans(Vec::new())),
+        |plan| {
+            kept_list.clear();
+            (plan, Coverage::Spans(std::mem::take(&mut kept_list)))
+        },
         |(plan, coverage), m, _, c| {
             if let Some(s) = setup(c, CoverageRule::Centre, plan.width, plan.height) {
                 spans(&s, |y, x0, x1| coverage.add(plan, max_spans, m, y, x0, x1));
@@ -55,7 +59,11 @@ fn overlap_counted(meshes: &[UvMesh<'_>], width: u32, height: u32, max_spans: us
     );
     let stride = plan.width as usize;
     let (covered, overlapping, overlapping_meshes) = match coverage.1 {
-        Coverage::Spans(list) => swept(list, plan.height as usize, meshes.len()),
+        Coverage::Spans(list) => {
+            let counted = swept(&list, &mut by_row, plan.height as usize, meshes.len());
+            kept_list = list;
+            counted
+        }
         Coverage::Raster(count) => {
             let (covered, overlapping) = count_levels(&count);
             let mut overlapping_meshes = vec![false; meshes.len()];
@@ -74,6 +82,8 @@ fn overlap_counted(meshes: &[UvMesh<'_>], width: u32, height: u32, max_spans: us
             (covered, overlapping, overlapping_meshes)
         }
     };
+    let keep = |v: Vec<Span>| if v.capacity() <= KEEP_SPANS_MAX { v } else { Vec::new() };
+    KEPT_SPANS.set([keep(kept_list), keep(by_row)]);
     let overlap_pct = if covered == 0 { 0.0 } else { overlapping as f64 / covered as f64 * 100.0 };
     OverlapStats {
         plan,
@@ -88,6 +98,20 @@ fn overlap_counted(meshes: &[UvMesh<'_>], width: u32, height: u32, max_spans: us
 /// Most spans a layout is counted from before it is counted in a raster:
 /// 1 MiB of spans, a 1024 x 1024 raster's bytes.
 const MAX_SPANS: usize = 1 << 16;
+
+/// Most spans a list this thread keeps between layouts (and files) may
+/// hold: 512 KiB, enough for a box's or a low sphere's layout at 1024 px.
+/// A small file's list grew one doubling at a time and its by-row copy was
+/// a fresh allocation, each page faulted in; kept, UV-002 takes about a
+/// fifth less time over a folder of small files (BENCHMARKS.md, "Twelfth
+/// step"). A longer list (a layout on its way to the raster) is freed, so
+/// a large file's run holds no more than before.
+const KEEP_SPANS_MAX: usize = 1 << 15;
+
+thread_local! {
+    /// This thread's span list and its by-row copy, empty between layouts.
+    static KEPT_SPANS: std::cell::Cell<[Vec<Span>; 2]> = const { std::cell::Cell::new([Vec::new(), Vec::new()]) };
+}
 
 /// One row's run of texels `x0..=x1` covered by a triangle of mesh `mesh`.
 #[derive(Debug, Clone, Copy)]
@@ -141,24 +165,28 @@ fn paint(count: &mut [u8], stride: usize, y: usize, x0: usize, x1: usize) {
 /// row (a counting sort: rows are few, spans many), each row's span ends
 /// swept in order, counting the texels between consecutive ends by how
 /// many spans hold them.
-fn swept(list: Vec<Span>, rows: usize, meshes: usize) -> (u64, u64, Vec<bool>) {
+fn swept(list: &[Span], by_row: &mut Vec<Span>, rows: usize, meshes: usize) -> (u64, u64, Vec<bool>) {
     let mut start = vec![0u32; rows + 1];
-    for s in &list {
+    for s in list {
         start[s.y as usize + 1] += 1;
     }
     for y in 0..rows {
         start[y + 1] += start[y];
     }
     let mut next = start.clone();
-    let mut by_row = vec![Span { y: 0, x0: 0, x1: 0, mesh: 0 }; list.len()];
-    for s in list {
+    by_row.clear();
+    by_row.resize(list.len(), Span { y: 0, x0: 0, x1: 0, mesh: 0 });
+    for &s in list {
         let at = &mut next[s.y as usize];
         by_row[*at as usize] = s;
         *at += 1;
     }
     let (mut covered, mut overlapping) = (0u64, 0u64);
     let mut overlapping_meshes = vec![false; meshes];
-    let mut ends: Vec<(u32, i32)> = Vec::new();
+    // A span's ends as one integer key each: x above a low bit that is 1
+    // for a start and 0 for a stop, so that at one x the stops sort first,
+    // as the pairs (x, -1) and (x, +1) did.
+    let mut ends: Vec<u64> = Vec::new();
     let mut twice: Vec<(u32, u32)> = Vec::new();
     for y in 0..rows {
         let row = &by_row[start[y] as usize..start[y + 1] as usize];
@@ -168,14 +196,14 @@ fn swept(list: Vec<Span>, rows: usize, meshes: usize) -> (u64, u64, Vec<bool>) {
         ends.clear();
         twice.clear();
         for s in row {
-            ends.push((s.x0, 1));
-            ends.push((s.x1 + 1, -1));
+            ends.push((u64::from(s.x0) << 1) | 1);
+            ends.push((u64::from(s.x1) + 1) << 1);
         }
         ends.sort_unstable();
         let mut depth = 0i32;
         for pair in ends.windows(2) {
-            depth += pair[0].1;
-            let (from, to) = (pair[0].0, pair[1].0);
+            depth += if pair[0] & 1 == 1 { 1 } else { -1 };
+            let (from, to) = ((pair[0] >> 1) as u32, (pair[1] >> 1) as u32);
             if to > from {
                 if depth >= 1 {
                     covered += u64::from(to - from);
