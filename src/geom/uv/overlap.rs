@@ -47,10 +47,7 @@ fn overlap_counted(meshes: &[UvMesh<'_>], width: u32, height: u32, max_spans: us
         meshes,
         width,
         height,
-        |plan| {
-            kept_list.clear();
-            (plan, Coverage::Spans(std::mem::take(&mut kept_list)))
-        },
+        |plan| (plan, Coverage::Spans(std::mem::take(&mut kept_list))),
         |(plan, coverage), m, _, c| {
             if let Some(s) = setup(c, CoverageRule::Centre, plan.width, plan.height) {
                 spans(&s, |y, x0, x1| coverage.add(plan, max_spans, m, y, x0, x1));
@@ -82,7 +79,10 @@ fn overlap_counted(meshes: &[UvMesh<'_>], width: u32, height: u32, max_spans: us
             (covered, overlapping, overlapping_meshes)
         }
     };
-    let keep = |v: Vec<Span>| if v.capacity() <= KEEP_SPANS_MAX { v } else { Vec::new() };
+    let keep = |mut v: Vec<Span>| {
+        v.clear();
+        if v.capacity() <= KEEP_SPANS_MAX { v } else { Vec::new() }
+    };
     KEPT_SPANS.set([keep(kept_list), keep(by_row)]);
     let overlap_pct = if covered == 0 { 0.0 } else { overlapping as f64 / covered as f64 * 100.0 };
     OverlapStats {
