@@ -13,7 +13,9 @@
 # passes. Opt-level 0 for the dependencies took 9 CPU-minutes, but the
 # targets ran up to ten times fewer inputs a second; opt-level 0 for the
 # crates the targets do not run (wgpu, rustls, clap, ...) saved a fifth and
-# still slowed zip_bundle ninefold (BENCHMARKS.md, "CI's time"). The runs
+# still slowed zip_bundle ninefold (BENCHMARKS.md, "CI's time"); only the
+# renderer's four largest crates, which no target runs, are built at 0
+# (fuzz/Cargo.toml), and the build leaves out `mcp`. The runs
 # are a smoke test of minutes, not the 10-minute campaigns of
 # fuzz/README.md.
 #
