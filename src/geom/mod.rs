@@ -4,6 +4,7 @@
 
 pub mod dedup;
 pub mod flat;
+pub mod kept;
 pub mod mat4;
 pub mod mesh;
 pub mod overdraw;

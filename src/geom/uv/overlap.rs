@@ -7,6 +7,7 @@ use super::layout::UvMesh;
 use super::raster::{
     ByteRaster, Coverage as CoverageRule, RasterPlan, TriangleCounts, for_each_inside, rasterise, setup, spans,
 };
+use crate::geom::kept::Kept;
 
 /// UV overlap of one layout (UV-002).
 #[derive(Debug, Clone, PartialEq)]
@@ -42,12 +43,11 @@ pub fn uv_overlap(meshes: &[UvMesh<'_>], width: u32, height: u32) -> OverlapStat
 
 /// [`uv_overlap`], counting from spans up to `max_spans` of them.
 fn overlap_counted(meshes: &[UvMesh<'_>], width: u32, height: u32, max_spans: usize) -> OverlapStats {
-    let [mut kept_list, mut by_row] = KEPT_SPANS.take();
     let (coverage, plan, counts) = rasterise(
         meshes,
         width,
         height,
-        |plan| (plan, Coverage::Spans(std::mem::take(&mut kept_list))),
+        |plan| (plan, Coverage::Spans(Kept::take(&SPAN_LIST, KEEP_SPANS_MAX))),
         |(plan, coverage), m, _, c| {
             if let Some(s) = setup(c, CoverageRule::Centre, plan.width, plan.height) {
                 spans(&s, |y, x0, x1| coverage.add(plan, max_spans, m, y, x0, x1));
@@ -57,9 +57,7 @@ fn overlap_counted(meshes: &[UvMesh<'_>], width: u32, height: u32, max_spans: us
     let stride = plan.width as usize;
     let (covered, overlapping, overlapping_meshes) = match coverage.1 {
         Coverage::Spans(list) => {
-            let counted = swept(&list, &mut by_row, plan.height as usize, meshes.len());
-            kept_list = list;
-            counted
+            swept(&list, &mut Kept::take(&SPAN_BY_ROW, KEEP_SPANS_MAX), plan.height as usize, meshes.len())
         }
         Coverage::Raster(count) => {
             let (covered, overlapping) = count_levels(&count);
@@ -79,11 +77,6 @@ fn overlap_counted(meshes: &[UvMesh<'_>], width: u32, height: u32, max_spans: us
             (covered, overlapping, overlapping_meshes)
         }
     };
-    let keep = |mut v: Vec<Span>| {
-        v.clear();
-        if v.capacity() <= KEEP_SPANS_MAX { v } else { Vec::new() }
-    };
-    KEPT_SPANS.set([keep(kept_list), keep(by_row)]);
     let overlap_pct = if covered == 0 { 0.0 } else { overlapping as f64 / covered as f64 * 100.0 };
     OverlapStats {
         plan,
@@ -109,8 +102,9 @@ const MAX_SPANS: usize = 1 << 16;
 const KEEP_SPANS_MAX: usize = 1 << 15;
 
 thread_local! {
-    /// This thread's span list and its by-row copy, empty between layouts.
-    static KEPT_SPANS: std::cell::Cell<[Vec<Span>; 2]> = const { std::cell::Cell::new([Vec::new(), Vec::new()]) };
+    /// This thread's span list and its by-row copy ([`Kept`] buffers).
+    static SPAN_LIST: std::cell::Cell<Vec<Span>> = const { std::cell::Cell::new(Vec::new()) };
+    static SPAN_BY_ROW: std::cell::Cell<Vec<Span>> = const { std::cell::Cell::new(Vec::new()) };
 }
 
 /// One row's run of texels `x0..=x1` covered by a triangle of mesh `mesh`.
@@ -130,7 +124,7 @@ struct Span {
 /// saturating byte counts and the rest of the layout goes there. Both give
 /// the same counts: a texel's count is the number of spans holding it.
 enum Coverage {
-    Spans(Vec<Span>),
+    Spans(Kept<Span>),
     Raster(ByteRaster),
 }
 

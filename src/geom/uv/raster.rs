@@ -14,6 +14,7 @@
 //! halved resolution (the [`RasterPlan::scale`] says by how much).
 
 use super::layout::UvMesh;
+use crate::geom::kept::Kept;
 use std::cmp::Ordering;
 
 /// Largest raster side in texels; larger textures are measured at this size.
@@ -442,12 +443,13 @@ pub fn plan_raster(meshes: &[UvMesh<'_>], width: u32, height: u32) -> RasterPlan
 }
 
 /// A zeroed byte raster taken from a buffer this thread keeps between
-/// layouts (and files). A fresh raster of a megabyte is 256 new pages, each
-/// faulted in by the kernel, read-then-written counts faulting twice (the
-/// shared zero page, then its copy, with a TLB flush on every core the
-/// process runs on); a kept one is cleared with one `memset`. Buffers of
-/// more than [`ByteRaster::KEEP_MAX`] bytes are freed, not kept.
-pub(super) struct ByteRaster(Vec<u8>);
+/// layouts (and files), a [`Kept`] buffer. A fresh raster of a megabyte is
+/// 256 new pages, each faulted in by the kernel, read-then-written counts
+/// faulting twice (the shared zero page, then its copy, with a TLB flush on
+/// every core the process runs on); a kept one is cleared with one
+/// `memset`. Buffers of more than [`ByteRaster::KEEP_MAX`] bytes are freed,
+/// not kept.
+pub(super) struct ByteRaster(Kept<u8>);
 
 thread_local! {
     static KEPT_BYTES: std::cell::Cell<Vec<u8>> = const { std::cell::Cell::new(Vec::new()) };
@@ -459,8 +461,7 @@ impl ByteRaster {
 
     /// `len` zero bytes.
     pub fn zeroed(len: usize) -> Self {
-        let mut v = KEPT_BYTES.take();
-        v.clear();
+        let mut v = Kept::take(&KEPT_BYTES, Self::KEEP_MAX);
         v.resize(len, 0);
         ByteRaster(v)
     }
@@ -476,14 +477,6 @@ impl std::ops::Deref for ByteRaster {
 impl std::ops::DerefMut for ByteRaster {
     fn deref_mut(&mut self) -> &mut [u8] {
         &mut self.0
-    }
-}
-
-impl Drop for ByteRaster {
-    fn drop(&mut self) {
-        if self.0.capacity() <= Self::KEEP_MAX {
-            KEPT_BYTES.set(std::mem::take(&mut self.0));
-        }
     }
 }
 
