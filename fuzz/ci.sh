@@ -23,8 +23,9 @@
 # fuzz/README.md.
 #
 # New corpus entries go to a scratch folder, so the committed corpus stays as
-# minimised. A crash, a timeout over 10 s or an allocation over 1 GB fails the
-# stage; the reproducer is in target/fuzz-ci/artifacts/<target>/.
+# minimised. A crash, a timeout over 10 s (60 s for a replayed reproducer)
+# or an allocation over 1 GB fails the stage; the reproducer is in
+# target/fuzz-ci/artifacts/<target>/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

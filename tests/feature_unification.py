@@ -77,11 +77,11 @@ def compare(command):
     keys = identities(validate_only)
     again = [i for i, k in enumerate(keys) if k not in known]
     again_set = set(again)
-    extra = sorted({crate(validate_only[i]["pkg_id"]) for i in again} - set(ALLOWED))
+    crates = {crate(validate_only[i]["pkg_id"]) for i in again}
+    extra = sorted(crates - set(ALLOWED))
     print(
         f"{' '.join(command)}: the validate-only build has {len(validate_only)} units, "
-        f"{len(again)} not in the default build "
-        f"({', '.join(sorted({crate(validate_only[i]['pkg_id']) for i in again}))})"
+        f"{len(again)} not in the default build ({', '.join(sorted(crates))})"
     )
     if not extra:
         return True

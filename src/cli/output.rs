@@ -73,18 +73,18 @@ pub fn json_entry(o: &FileResult, single: bool) -> String {
 /// serde_json's pretty printer (two spaces a level) starting `base` levels
 /// deep: what [`serde_json::ser::PrettyFormatter`] writes for a value that
 /// stands inside `base` arrays, without them. A folder's parts are written
-/// at level 1, so they need no re-indenting afterwards; that pass over
-/// every part's text took 2.4 % of the instructions of a folder of 1,000
-/// small files (BENCHMARKS.md, "Thirteenth step"). The byte-for-byte
+/// at level 1, so they need no re-indenting afterwards; with that pass over
+/// every part's text, a folder of 1,000 small files ran 5 % more
+/// instructions (BENCHMARKS.md, "Thirteenth step"). The byte-for-byte
 /// agreement with the pretty printer is a test below.
-pub struct Nested {
+struct Nested {
     level: usize,
     has_value: bool,
 }
 
 impl Nested {
     /// A formatter whose outermost value stands `base` levels deep.
-    pub fn at(base: usize) -> Self {
+    fn at(base: usize) -> Self {
         Self { level: base, has_value: false }
     }
 

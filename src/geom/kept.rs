@@ -6,7 +6,8 @@ use std::cell::Cell;
 use std::thread::LocalKey;
 
 /// A thread's slot for one kept buffer, declared with `thread_local!` as
-/// `static NAME: Cell<Vec<T>> = const { Cell::new(Vec::new()) };`.
+/// `static NAME: Cell<Vec<T>> = const { Cell::new(Vec::new()) };` and
+/// used only through [`Kept`].
 pub type Slot<T> = LocalKey<Cell<Vec<T>>>;
 
 /// A `Vec` taken, empty, from this thread's `slot`, and given back to it,
@@ -27,10 +28,8 @@ impl<T: 'static> Kept<T> {
     /// This thread's buffer from `slot`, empty; kept again on drop while
     /// its capacity is at most `max` elements.
     pub fn take(slot: &'static Slot<T>, max: usize) -> Self {
-        let mut vec = slot.take();
-        // Empty already: what goes back is cleared first.
-        vec.clear();
-        Self { vec, slot, max }
+        // Empty: only a dropped `Kept` fills a slot, and it clears first.
+        Self { vec: slot.take(), slot, max }
     }
 }
 
