@@ -6,7 +6,7 @@
 //! `getVRAMByteLength`: PNG/JPEG/WebP as RGBA8 with a full mip chain; KTX2
 //! from its levels (UASTC and uncompressed formats from each level's
 //! uncompressed size, ETC1S/BasisLZ as 8 bytes per 4x4 block, 16 with alpha).
-//! [`decode_rgba8`] decodes texels, for the one check that reads them (the
+//! [`decode_texels`] decodes texels, for the one check that reads them (the
 //! base-colour range), under the renderer's size limits.
 
 use serde::Serialize;
@@ -200,15 +200,17 @@ fn read_ktx2(bytes: &[u8]) -> Result<ImageHeader, String> {
     Ok(ImageHeader { format: ImageFormat::Ktx2, width, height, gpu_bytes: gpu, encoding: Some(encoding), levels })
 }
 
-/// Largest side [`decode_rgba8`] decodes (the renderer's limit).
+/// Largest side [`decode_texels`] decodes (the renderer's limit).
 pub const MAX_DECODE_DIM: u32 = 8192;
-/// Most bytes [`decode_rgba8`] lets the decoder allocate.
+/// Most bytes [`decode_texels`] lets the decoder allocate.
 pub const MAX_DECODE_BYTES: u64 = 512 << 20;
 
-/// Decodes a PNG, JPEG or WebP image to RGBA8 under [`MAX_DECODE_DIM`] and
-/// [`MAX_DECODE_BYTES`], or says why not (KTX2 is not decoded: it needs a
-/// Basis Universal transcoder).
-pub fn decode_rgba8(bytes: &[u8]) -> Result<image::RgbaImage, String> {
+/// Decodes a PNG, JPEG or WebP image under [`MAX_DECODE_DIM`] and
+/// [`MAX_DECODE_BYTES`], in the decoder's own layout (an RGB PNG stays
+/// three bytes a texel: the reader converts what it must, and a 2048 px
+/// texture is not copied into 16 MB of RGBA), or says why not (KTX2 is not
+/// decoded: it needs a Basis Universal transcoder).
+pub fn decode_texels(bytes: &[u8]) -> Result<image::DynamicImage, String> {
     let fmt = match sniff(bytes) {
         Some(ImageFormat::Png) => image::ImageFormat::Png,
         Some(ImageFormat::Jpeg) => image::ImageFormat::Jpeg,
@@ -222,7 +224,7 @@ pub fn decode_rgba8(bytes: &[u8]) -> Result<image::RgbaImage, String> {
     limits.max_image_height = Some(MAX_DECODE_DIM);
     limits.max_alloc = Some(MAX_DECODE_BYTES);
     reader.limits(limits);
-    reader.decode().map(|d| d.into_rgba8()).map_err(|e| format!("the image cannot be decoded: {e}"))
+    reader.decode().map_err(|e| format!("the image cannot be decoded: {e}"))
 }
 
 #[cfg(test)]

@@ -6,7 +6,7 @@ use super::{CheckDef, Family, Needs};
 use super::{CheckOutput, Comparison, Ctx, MAX_LOCATIONS, Obj, bytes_h, count, measured, over, short};
 use crate::asset::ImageRecord;
 use crate::asset::material::{texture_image, texture_slots};
-use crate::asset::texture::{ImageFormat, ImageHeader, decode_rgba8};
+use crate::asset::texture::{ImageFormat, ImageHeader, decode_texels};
 use crate::profile::Param;
 use crate::report::Severity;
 use serde_json::{Value, json};
@@ -346,19 +346,43 @@ fn factor_lut(factor: f64) -> [u8; 256] {
 }
 
 /// The lowest and highest HSV value of `img`'s texels with alpha above 0,
-/// each channel mapped through its factor table; `None` when every texel is
-/// transparent.
-fn value_range(img: &image::RgbaImage, luts: &[[u8; 256]; 3]) -> Option<(u8, u8)> {
-    let mut range: Option<(u8, u8)> = None;
-    for px in img.pixels() {
-        let [r, g, b, a] = px.0;
-        if a == 0 {
-            continue;
-        }
-        let v = luts[0][r as usize].max(luts[1][g as usize]).max(luts[2][b as usize]);
-        range = Some(range.map_or((v, v), |(lo, hi)| (lo.min(v), hi.max(v))));
+/// each channel mapped through its factor table, the texels read as RGBA8
+/// (an RGB or grey texel has alpha 255); `None` when every texel is
+/// transparent. RGB8 and RGBA8, what PNG and JPEG textures decode to, are
+/// read where they lie; other layouts are converted to RGBA8 first.
+fn value_range(img: &image::DynamicImage, luts: &[[u8; 256]; 3]) -> Option<(u8, u8)> {
+    match img {
+        image::DynamicImage::ImageRgb8(b) => range_of::<3>(b.as_raw(), luts),
+        image::DynamicImage::ImageRgba8(b) => range_of::<4>(b.as_raw(), luts),
+        other => range_of::<4>(other.to_rgba8().as_raw(), luts),
     }
-    range
+}
+
+/// [`value_range`] over texels of `N` bytes (RGB, or RGBA with alpha
+/// last). Factors of 1 (most materials) map every channel to itself, and
+/// the tables are then not read.
+fn range_of<const N: usize>(texels: &[u8], luts: &[[u8; 256]; 3]) -> Option<(u8, u8)> {
+    let identity = luts.iter().all(|l| l.iter().enumerate().all(|(i, &v)| v as usize == i));
+    if identity { scan::<N, false>(texels, luts) } else { scan::<N, true>(texels, luts) }
+}
+
+/// One pass without branches on the texels (a transparent texel moves
+/// neither end), so that the compiler vectorises the identity case.
+#[inline(always)]
+fn scan<const N: usize, const MAPPED: bool>(texels: &[u8], luts: &[[u8; 256]; 3]) -> Option<(u8, u8)> {
+    let (mut lo, mut hi, mut seen) = (u8::MAX, 0u8, false);
+    for px in texels.chunks_exact(N) {
+        let v = if MAPPED {
+            luts[0][px[0] as usize].max(luts[1][px[1] as usize]).max(luts[2][px[2] as usize])
+        } else {
+            px[0].max(px[1]).max(px[2])
+        };
+        let opaque = N == 3 || px[N - 1] != 0;
+        lo = lo.min(if opaque { v } else { u8::MAX });
+        hi = hi.max(if opaque { v } else { 0 });
+        seen |= opaque;
+    }
+    seen.then_some((lo, hi))
 }
 
 /// MAT-006.
@@ -376,11 +400,11 @@ pub fn base_color_range(cx: &Ctx<'_>) -> CheckOutput {
         .filter_map(|&m| root.materials[m].pbr_metallic_roughness.base_color_texture.as_ref())
         .filter_map(|t| decodable_image(root, t.index.value()))
         .collect();
-    let decoded: BTreeMap<usize, Result<image::RgbaImage, String>> = wanted
+    let decoded: BTreeMap<usize, Result<image::DynamicImage, String>> = wanted
         .into_par_iter()
         .map(|i| {
             let bytes = cx.asset.image_data.get(i).and_then(|b| b.as_deref());
-            (i, bytes.ok_or_else(|| "the image could not be loaded".to_string()).and_then(decode_rgba8))
+            (i, bytes.ok_or_else(|| "the image could not be loaded".to_string()).and_then(decode_texels))
         })
         .collect();
     let texels: u64 = decoded.values().flatten().map(|img| img.width() as u64 * img.height() as u64).sum();
@@ -569,4 +593,57 @@ pub fn compression_mips(cx: &Ctx<'_>) -> CheckOutput {
         if incomplete.is_empty() { Comparison::Within } else { Comparison::Breach },
         message,
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What [`value_range`] computed before it read images where they lie:
+    /// every texel converted to RGBA8, then mapped and compared one by one.
+    fn reference(img: &image::DynamicImage, luts: &[[u8; 256]; 3]) -> Option<(u8, u8)> {
+        let mut range: Option<(u8, u8)> = None;
+        for px in img.to_rgba8().pixels() {
+            let [r, g, b, a] = px.0;
+            if a == 0 {
+                continue;
+            }
+            let v = luts[0][r as usize].max(luts[1][g as usize]).max(luts[2][b as usize]);
+            range = Some(range.map_or((v, v), |(lo, hi)| (lo.min(v), hi.max(v))));
+        }
+        range
+    }
+
+    #[test]
+    fn value_range_reads_every_layout_as_rgba8_does() {
+        use image::DynamicImage as D;
+        let mut rng = crate::geom::testrng::XorShift::new(0x5eed_c010_4a11_0001);
+        let factors = [[1.0, 1.0, 1.0], [0.5, 1.0, 2.0], [0.0, -1.0, f64::NAN], [1.0, 0.8, 1.0]];
+        for case in 0..40u32 {
+            let (w, h) = (1 + case % 7, 1 + case % 5);
+            let n = (w * h) as usize;
+            // Channels spread over 0..=255; alpha mostly 0 or 255 (a
+            // transparent image in some cases), and a few values between.
+            let mut byte = || (rng.next_u64() >> 24) as u8;
+            let alpha = |b: u8| if case % 5 == 0 { 0 } else { [0, 255, 255, b][b as usize % 4] };
+            let rgb: Vec<u8> = (0..n * 3).map(|_| byte()).collect();
+            let rgba: Vec<u8> = (0..n * 4).map(|i| if i % 4 == 3 { alpha(byte()) } else { byte() }).collect();
+            let grey: Vec<u8> = (0..n * 2).map(|i| if i % 2 == 1 { alpha(byte()) } else { byte() }).collect();
+            let wide: Vec<u16> = (0..n * 4).map(|_| (rng.next_u64() >> 40) as u16).collect();
+            let images = [
+                D::ImageRgb8(image::RgbImage::from_raw(w, h, rgb).unwrap()),
+                D::ImageRgba8(image::RgbaImage::from_raw(w, h, rgba).unwrap()),
+                D::ImageLumaA8(image::GrayAlphaImage::from_raw(w, h, grey).unwrap()),
+                D::ImageRgba16(image::ImageBuffer::from_raw(w, h, wide).unwrap()),
+            ];
+            let f = factors[case as usize % factors.len()];
+            let luts = [factor_lut(f[0]), factor_lut(f[1]), factor_lut(f[2])];
+            for img in &images {
+                assert_eq!(value_range(img, &luts), reference(img, &luts), "case {case}, {:?}", img.color());
+            }
+        }
+        // No texels at all.
+        let empty = D::ImageRgb8(image::RgbImage::new(0, 0));
+        assert_eq!(value_range(&empty, &[factor_lut(1.0); 3]), None);
+    }
 }
