@@ -14,6 +14,11 @@ is outside meshcheck itself and ALLOWED, printing the crates whose features
 differ so that hack/Cargo.toml can be brought back in step. It runs for
 `cargo test` and for `cargo clippy --all-targets` (check mode).
 
+Before asking cargo, it runs its comparison on small made-up graphs (a
+dependency with a feature fewer, a unit above it, a difference in meshcheck
+alone) and stops if the comparison does not tell them apart, so that a
+change to this script cannot make it pass everything.
+
 Usage: python3 tests/feature_unification.py
 """
 
@@ -71,8 +76,11 @@ def crate(pkg_id):
 
 
 def compare(command):
-    default = unit_graph(command)
-    validate_only = unit_graph([*command, "--no-default-features"])
+    return compare_graphs(" ".join(command), unit_graph(command), unit_graph([*command, "--no-default-features"]))
+
+
+def compare_graphs(label, default, validate_only):
+    """Whether every unit of `validate_only` outside ALLOWED is one of `default`'s."""
     known = set(identities(default))
     keys = identities(validate_only)
     again = [i for i, k in enumerate(keys) if k not in known]
@@ -80,7 +88,7 @@ def compare(command):
     crates = {crate(validate_only[i]["pkg_id"]) for i in again}
     extra = sorted(crates - set(ALLOWED))
     print(
-        f"{' '.join(command)}: the validate-only build has {len(validate_only)} units, "
+        f"{label}: the validate-only build has {len(validate_only)} units, "
         f"{len(again)} not in the default build ({', '.join(sorted(crates))})"
     )
     if not extra:
@@ -103,8 +111,37 @@ def compare(command):
     return False
 
 
+def made_up(units):
+    """A unit graph from (crate, features, dependency indices) triples."""
+    return [
+        {
+            "pkg_id": f"registry+https://example.invalid#{name}@1.0.0",
+            "target": {"name": name},
+            "mode": "build",
+            "features": features,
+            "profile": {"opt_level": "2"},
+            "platform": None,
+            "dependencies": [{"index": d} for d in deps],
+        }
+        for name, features, deps in units
+    ]
+
+
+def self_test():
+    """The comparison on made-up graphs: it must pass the equal ones and
+    fail, naming the crate, where a dependency lost a feature."""
+    default = made_up([("serde", ["derive", "std"], []), ("gltf", [], [0]), ("meshcheck", ["serve"], [1])])
+    same = made_up([("serde", ["derive", "std"], []), ("gltf", [], [0]), ("meshcheck", [], [1])])
+    fewer = made_up([("serde", ["std"], []), ("gltf", [], [0]), ("meshcheck", [], [1])])
+    cases = [("equal but for meshcheck", same, True), ("serde with a feature fewer", fewer, False)]
+    for label, graph, expected in cases:
+        if compare_graphs(f"self-test, {label}", default, graph) != expected:
+            sys.exit(f"self-test: the comparison got {label!r} wrong; fix this script before trusting it")
+
+
 def main():
     os.chdir(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+    self_test()
     ok = compare(["test", "--no-run"])
     ok = compare(["check", "--all-targets"]) and ok
     sys.exit(0 if ok else 1)
