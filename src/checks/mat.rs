@@ -349,12 +349,22 @@ fn factor_lut(factor: f64) -> [u8; 256] {
 /// each channel mapped through its factor table, the texels read as RGBA8
 /// (an RGB or grey texel has alpha 255); `None` when every texel is
 /// transparent. RGB8 and RGBA8, what PNG and JPEG textures decode to, are
-/// read where they lie; other layouts are converted to RGBA8 first.
+/// read where they lie; other layouts are converted to RGBA8 first (once
+/// per image, by [`rgb_or_rgba`], in the check).
 fn value_range(img: &image::DynamicImage, luts: &[[u8; 256]; 3]) -> Option<(u8, u8)> {
     match img {
         image::DynamicImage::ImageRgb8(b) => range_of::<3>(b.as_raw(), luts),
         image::DynamicImage::ImageRgba8(b) => range_of::<4>(b.as_raw(), luts),
         other => range_of::<4>(other.to_rgba8().as_raw(), luts),
+    }
+}
+
+/// `img` as it is when RGB8 or RGBA8, else converted to RGBA8: done once
+/// per decoded image, not for every material that samples it.
+fn rgb_or_rgba(img: image::DynamicImage) -> image::DynamicImage {
+    match img {
+        image::DynamicImage::ImageRgb8(_) | image::DynamicImage::ImageRgba8(_) => img,
+        other => image::DynamicImage::ImageRgba8(other.into_rgba8()),
     }
 }
 
@@ -366,8 +376,8 @@ fn range_of<const N: usize>(texels: &[u8], luts: &[[u8; 256]; 3]) -> Option<(u8,
     if identity { scan::<N, false>(texels, luts) } else { scan::<N, true>(texels, luts) }
 }
 
-/// One pass without branches on the texels (a transparent texel moves
-/// neither end), so that the compiler vectorises the identity case.
+/// One pass with no branch per texel (a transparent texel moves neither
+/// end).
 #[inline(always)]
 fn scan<const N: usize, const MAPPED: bool>(texels: &[u8], luts: &[[u8; 256]; 3]) -> Option<(u8, u8)> {
     let (mut lo, mut hi, mut seen) = (u8::MAX, 0u8, false);
@@ -404,7 +414,13 @@ pub fn base_color_range(cx: &Ctx<'_>) -> CheckOutput {
         .into_par_iter()
         .map(|i| {
             let bytes = cx.asset.image_data.get(i).and_then(|b| b.as_deref());
-            (i, bytes.ok_or_else(|| "the image could not be loaded".to_string()).and_then(decode_texels))
+            (
+                i,
+                bytes
+                    .ok_or_else(|| "the image could not be loaded".to_string())
+                    .and_then(decode_texels)
+                    .map(rgb_or_rgba),
+            )
         })
         .collect();
     let texels: u64 = decoded.values().flatten().map(|img| img.width() as u64 * img.height() as u64).sum();
@@ -639,7 +655,10 @@ mod tests {
             let f = factors[case as usize % factors.len()];
             let luts = [factor_lut(f[0]), factor_lut(f[1]), factor_lut(f[2])];
             for img in &images {
-                assert_eq!(value_range(img, &luts), reference(img, &luts), "case {case}, {:?}", img.color());
+                let want = reference(img, &luts);
+                assert_eq!(value_range(img, &luts), want, "case {case}, {:?}", img.color());
+                // As the check reads it: converted once when not RGB8 or RGBA8.
+                assert_eq!(value_range(&rgb_or_rgba(img.clone()), &luts), want, "case {case}, {:?}", img.color());
             }
         }
         // No texels at all.
