@@ -345,30 +345,45 @@ fn factor_lut(factor: f64) -> [u8; 256] {
     lut
 }
 
-/// The lowest and highest HSV value of `img`'s texels with alpha above 0,
-/// each channel mapped through its factor table, the texels read as RGBA8
-/// (an RGB or grey texel has alpha 255); `None` when every texel is
-/// transparent. RGB8 and RGBA8, what PNG and JPEG textures decode to, are
-/// read where they lie; other layouts are converted to RGBA8 first (once
-/// per image, by [`rgb_or_rgba`], in the check).
-fn value_range(img: &image::DynamicImage, luts: &[[u8; 256]; 3]) -> Option<(u8, u8)> {
-    match img {
-        image::DynamicImage::ImageRgb8(b) => range_of::<3>(b.as_raw(), luts),
-        image::DynamicImage::ImageRgba8(b) => range_of::<4>(b.as_raw(), luts),
-        other => range_of::<4>(other.to_rgba8().as_raw(), luts),
+/// A decoded base-colour image as MAT-006 reads it: RGB8 and RGBA8 (what
+/// PNG and JPEG textures decode to) where the decoder left them, any other
+/// layout converted to RGBA8 once, as it is decoded, not for every material
+/// that samples it.
+enum Texels {
+    Rgb(image::RgbImage),
+    Rgba(image::RgbaImage),
+}
+
+impl Texels {
+    fn of(img: image::DynamicImage) -> Texels {
+        match img {
+            image::DynamicImage::ImageRgb8(b) => Texels::Rgb(b),
+            image::DynamicImage::ImageRgba8(b) => Texels::Rgba(b),
+            other => Texels::Rgba(other.into_rgba8()),
+        }
+    }
+
+    /// Texels in the image.
+    fn count(&self) -> u64 {
+        let (w, h) = match self {
+            Texels::Rgb(b) => b.dimensions(),
+            Texels::Rgba(b) => b.dimensions(),
+        };
+        w as u64 * h as u64
+    }
+
+    /// The lowest and highest HSV value of the texels with alpha above 0
+    /// (an RGB texel has alpha 255), each channel mapped through its factor
+    /// table; `None` when every texel is transparent.
+    fn value_range(&self, luts: &[[u8; 256]; 3]) -> Option<(u8, u8)> {
+        match self {
+            Texels::Rgb(b) => range_of::<3>(b.as_raw(), luts),
+            Texels::Rgba(b) => range_of::<4>(b.as_raw(), luts),
+        }
     }
 }
 
-/// `img` as it is when RGB8 or RGBA8, else converted to RGBA8: done once
-/// per decoded image, not for every material that samples it.
-fn rgb_or_rgba(img: image::DynamicImage) -> image::DynamicImage {
-    match img {
-        image::DynamicImage::ImageRgb8(_) | image::DynamicImage::ImageRgba8(_) => img,
-        other => image::DynamicImage::ImageRgba8(other.into_rgba8()),
-    }
-}
-
-/// [`value_range`] over texels of `N` bytes (RGB, or RGBA with alpha
+/// [`Texels::value_range`] over texels of `N` bytes (RGB, or RGBA with alpha
 /// last). Factors of 1 (most materials) map every channel to itself, and
 /// the tables are then not read.
 fn range_of<const N: usize>(texels: &[u8], luts: &[[u8; 256]; 3]) -> Option<(u8, u8)> {
@@ -410,7 +425,7 @@ pub fn base_color_range(cx: &Ctx<'_>) -> CheckOutput {
         .filter_map(|&m| root.materials[m].pbr_metallic_roughness.base_color_texture.as_ref())
         .filter_map(|t| decodable_image(root, t.index.value()))
         .collect();
-    let decoded: BTreeMap<usize, Result<image::DynamicImage, String>> = wanted
+    let decoded: BTreeMap<usize, Result<Texels, String>> = wanted
         .into_par_iter()
         .map(|i| {
             let bytes = cx.asset.image_data.get(i).and_then(|b| b.as_deref());
@@ -419,11 +434,11 @@ pub fn base_color_range(cx: &Ctx<'_>) -> CheckOutput {
                 bytes
                     .ok_or_else(|| "the image could not be loaded".to_string())
                     .and_then(decode_texels)
-                    .map(rgb_or_rgba),
+                    .map(Texels::of),
             )
         })
         .collect();
-    let texels: u64 = decoded.values().flatten().map(|img| img.width() as u64 * img.height() as u64).sum();
+    let texels: u64 = decoded.values().flatten().map(Texels::count).sum();
     let (mut lo, mut hi) = (None::<u8>, None::<u8>);
     let mut rows = Vec::new();
     let mut unmeasured = Vec::new();
@@ -446,7 +461,7 @@ pub fn base_color_range(cx: &Ctx<'_>) -> CheckOutput {
                 }
                 Some((i, Ok(img))) => {
                     let luts = [factor_lut(f[0] as f64), factor_lut(f[1] as f64), factor_lut(f[2] as f64)];
-                    value_range(img, &luts).map(|r| (Some(i), r))
+                    img.value_range(&luts).map(|r| (Some(i), r))
                 }
             },
         };
@@ -615,7 +630,7 @@ pub fn compression_mips(cx: &Ctx<'_>) -> CheckOutput {
 mod tests {
     use super::*;
 
-    /// What [`value_range`] computed before it read images where they lie:
+    /// What [`Texels::value_range`] computed before it read images where they lie:
     /// every texel converted to RGBA8, then mapped and compared one by one.
     fn reference(img: &image::DynamicImage, luts: &[[u8; 256]; 3]) -> Option<(u8, u8)> {
         let mut range: Option<(u8, u8)> = None;
@@ -655,14 +670,12 @@ mod tests {
             let f = factors[case as usize % factors.len()];
             let luts = [factor_lut(f[0]), factor_lut(f[1]), factor_lut(f[2])];
             for img in &images {
-                let want = reference(img, &luts);
-                assert_eq!(value_range(img, &luts), want, "case {case}, {:?}", img.color());
-                // As the check reads it: converted once when not RGB8 or RGBA8.
-                assert_eq!(value_range(&rgb_or_rgba(img.clone()), &luts), want, "case {case}, {:?}", img.color());
+                let got = Texels::of(img.clone()).value_range(&luts);
+                assert_eq!(got, reference(img, &luts), "case {case}, {:?}", img.color());
             }
         }
         // No texels at all.
-        let empty = D::ImageRgb8(image::RgbImage::new(0, 0));
-        assert_eq!(value_range(&empty, &[factor_lut(1.0); 3]), None);
+        let empty = Texels::of(D::ImageRgb8(image::RgbImage::new(0, 0)));
+        assert_eq!((empty.value_range(&[factor_lut(1.0); 3]), empty.count()), (None, 0));
     }
 }
