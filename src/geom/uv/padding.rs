@@ -186,14 +186,22 @@ fn padding_of(
 /// is done the row and the one below it are final, so its pairs are checked
 /// then, in a sweep of their own.
 ///
+/// Each pass visits a texel's neighbours in a fixed order (itself, the one
+/// before it in the row, then the three in the row before) and keeps the
+/// first nearest. That choice is the smallest (distance, position in the
+/// order) key, and a smallest key can be found in any grouping, so each
+/// row is done in two steps: the three texels of the row before, for the
+/// whole run at once with no branch (`from_row`), then the texel before it,
+/// one after another along the row (`along_row`). The texel-by-texel passes
+/// (`gaps_reference`, compared by a test) give the same labels and gaps.
+///
 /// Runs of [`CHUNK`] texels where nothing can happen are stepped over whole:
 /// island interiors (distance 0 everywhere), texels no island reaches
 /// within the radius, and, for pairs, runs where the row and the one below
-/// hold one label. Each test is a few vectorised byte or word compares, and
-/// the texels it skips are exactly those the texel-by-texel passes would
-/// leave unchanged (`gaps_reference`, compared by a test), so results are
-/// the same while a 1024 px raster of a few islands takes a fraction of
-/// the time.
+/// hold one label. Each test is a few vectorised byte or word compares on a
+/// fixed-size run, and the texels it skips are exactly those the passes
+/// would leave unchanged, so a 1024 px raster of a few islands takes a
+/// fraction of the time.
 fn gaps(
     label: &mut [u32],
     w: usize,
@@ -203,51 +211,44 @@ fn gaps(
     found: &mut impl FnMut(u32, u32, u32),
 ) {
     let mut dist: Vec<u8> = label.iter().map(|&l| if l == 0 { UNREACHED } else { 0 }).collect();
-    let relax = |best: &mut (u8, u32), d: u8, l: u32| {
-        if d < radius && d + 1 < best.0 {
-            *best = (d + 1, l);
+    // 1 where `from_row` moved a texel to a neighbour of the row before.
+    let mut took = vec![0u8; w];
+    // The smallest distance around a run in a neighbouring row: its texels
+    // and the one on each side.
+    let around = |d: &[u8], x0: usize, x1: usize| {
+        let mut m = least(&d[x0..x1]);
+        if x0 > 0 {
+            m = m.min(d[x0 - 1]);
         }
+        if x1 < w {
+            m = m.min(d[x1]);
+        }
+        m
     };
-    // The smallest distance in a slice (UNREACHED when empty).
-    let nearest = |d: &[u8]| d.iter().fold(UNREACHED, |m, &v| m.min(v));
     for y in 0..h {
         let (done_l, rest_l) = label.split_at_mut(y * w);
         let (done_d, rest_d) = dist.split_at_mut(y * w);
         let (cl, cd) = (&mut rest_l[..w], &mut rest_d[..w]);
-        let prev = (y > 0).then(|| (&done_l[(y - 1) * w..], &done_d[(y - 1) * w..]));
+        let prev = (y > 0).then(|| (&done_l[(y - 1) * w..y * w], &done_d[(y - 1) * w..y * w]));
         let mut x0 = 0;
         while x0 < w {
             let x1 = (x0 + CHUNK).min(w);
             if x1 - x0 == CHUNK {
                 // Before this pass a texel is 0 (island) or UNREACHED.
                 let run = &cd[x0..x1];
-                let idle = nearest(run) == UNREACHED
+                let idle = least(run) == UNREACHED
                     && (x0 == 0 || cd[x0 - 1] >= radius)
-                    && prev.is_none_or(|(_, pd)| nearest(&pd[x0.saturating_sub(1)..(x1 + 1).min(w)]) >= radius);
-                if idle || run.iter().fold(0, |a, &v| a | v) == 0 {
+                    && prev.is_none_or(|(_, pd)| around(pd, x0, x1) >= radius);
+                if idle || all_zero(run) {
                     x0 = x1;
                     continue;
                 }
             }
-            for x in x0..x1 {
-                if cd[x] == 0 {
-                    continue;
-                }
-                let mut best = (cd[x], cl[x]);
-                if x > 0 {
-                    relax(&mut best, cd[x - 1], cl[x - 1]);
-                }
-                if let Some((pl, pd)) = prev {
-                    if x > 0 {
-                        relax(&mut best, pd[x - 1], pl[x - 1]);
-                    }
-                    relax(&mut best, pd[x], pl[x]);
-                    if x + 1 < w {
-                        relax(&mut best, pd[x + 1], pl[x + 1]);
-                    }
-                }
-                (cd[x], cl[x]) = best;
+            match prev {
+                Some((pl, pd)) => from_row(Pass::Forward, pd, pl, cd, cl, &mut took, x0, x1, radius),
+                None => took[x0..x1].fill(0),
             }
+            along_row(Pass::Forward, cd, cl, &took, x0, x1, radius);
             x0 = x1;
         }
     }
@@ -270,33 +271,19 @@ fn gaps(
             let x0 = x1.saturating_sub(CHUNK);
             if x1 - x0 == CHUNK {
                 let run = &cd[x0..x1];
-                let idle = nearest(run) >= radius
+                let idle = least(run) >= radius
                     && (x1 == w || cd[x1] >= radius)
-                    && next.is_none_or(|(_, nd)| nearest(&nd[x0.saturating_sub(1)..(x1 + 1).min(w)]) >= radius);
-                if idle || run.iter().fold(0, |a, &v| a | v) == 0 {
+                    && next.is_none_or(|(_, nd)| around(nd, x0, x1) >= radius);
+                if idle || all_zero(run) {
                     x1 = x0;
                     continue;
                 }
             }
-            for x in (x0..x1).rev() {
-                if cd[x] == 0 {
-                    continue;
-                }
-                let mut best = (cd[x], cl[x]);
-                if x + 1 < w {
-                    relax(&mut best, cd[x + 1], cl[x + 1]);
-                }
-                if let Some((nl, nd)) = next {
-                    if x + 1 < w {
-                        relax(&mut best, nd[x + 1], nl[x + 1]);
-                    }
-                    relax(&mut best, nd[x], nl[x]);
-                    if x > 0 {
-                        relax(&mut best, nd[x - 1], nl[x - 1]);
-                    }
-                }
-                (cd[x], cl[x]) = best;
+            match next {
+                Some((nl, nd)) => from_row(Pass::Backward, nd, nl, cd, cl, &mut took, x0, x1, radius),
+                None => took[x0..x1].fill(0),
             }
+            along_row(Pass::Backward, cd, cl, &took, x0, x1, radius);
             x1 = x0;
         }
         // The row is final, and so is the one below: its pairs.
@@ -307,9 +294,11 @@ fn gaps(
                 // One label on the run, its right neighbour and the three
                 // texels below each: no pair can start here.
                 let v = cl[x0];
-                let same = |l: &[u32]| l.iter().fold(true, |a, &u| a & (u == v));
-                if same(&cl[x0..(x1 + 1).min(w)])
-                    && next.is_none_or(|(nl, _)| same(&nl[x0.saturating_sub(1)..(x1 + 1).min(w)]))
+                if all_are(&cl[x0..x1], v)
+                    && (x1 == w || cl[x1] == v)
+                    && next.is_none_or(|(nl, _)| {
+                        all_are(&nl[x0..x1], v) && (x0 == 0 || nl[x0 - 1] == v) && (x1 == w || nl[x1] == v)
+                    })
                 {
                     x0 = x1;
                     continue;
@@ -335,6 +324,112 @@ fn gaps(
             }
             x0 = x1;
         }
+    }
+}
+
+/// The smallest distance in a run (UNREACHED when empty).
+fn least(d: &[u8]) -> u8 {
+    match <&[u8; CHUNK]>::try_from(d) {
+        // A whole run: a fixed-size fold the compiler turns into vector minima.
+        Ok(run) => run.iter().fold(UNREACHED, |m, &v| m.min(v)),
+        Err(_) => d.iter().fold(UNREACHED, |m, &v| m.min(v)),
+    }
+}
+
+/// Whether every label of a run is `v`.
+fn all_are(l: &[u32], v: u32) -> bool {
+    match <&[u32; CHUNK]>::try_from(l) {
+        Ok(run) => run.iter().fold(true, |a, &u| a & (u == v)),
+        Err(_) => l.iter().all(|&u| u == v),
+    }
+}
+
+/// Whether every distance of a run is 0 (an island's interior).
+fn all_zero(d: &[u8]) -> bool {
+    match <&[u8; CHUNK]>::try_from(d) {
+        Ok(run) => u128::from_ne_bytes(*run) == 0,
+        Err(_) => d.iter().all(|&v| v == 0),
+    }
+}
+
+/// Which of [`gaps`]'s two passes: the forward one goes left to right down
+/// the raster, the backward one right to left up it.
+#[derive(Clone, Copy, PartialEq)]
+enum Pass {
+    Forward,
+    Backward,
+}
+
+/// The distance a texel would get through a neighbour at distance `d`:
+/// `d + 1`, or UNREACHED when the neighbour is not within the radius (so it
+/// never wins).
+#[inline(always)]
+fn through(d: u8, radius: u8) -> u8 {
+    if d < radius { d + 1 } else { UNREACHED }
+}
+
+/// Step one of a pass over texels `x0..x1` of row (`cd`, `cl`): each texel
+/// takes the first nearest of the three beside it in the neighbouring row
+/// (`nd`, `nl`; left to right in the forward pass, right to left in the
+/// backward one) when that is strictly nearer than it is, and `took`
+/// records that it did (the texel along the row beats a neighbouring-row
+/// texel on a tie, but not the texel's own value). No branch inside the
+/// row: selects only.
+#[allow(clippy::too_many_arguments)]
+fn from_row(
+    pass: Pass,
+    nd: &[u8],
+    nl: &[u32],
+    cd: &mut [u8],
+    cl: &mut [u32],
+    took: &mut [u8],
+    x0: usize,
+    x1: usize,
+    radius: u8,
+) {
+    let w = cd.len();
+    // Texel x's three neighbours (x - 1, x, x + 1) as (distance through
+    // them, label); off the raster none.
+    let at = |n: usize| if n < w { (through(nd[n], radius), nl[n]) } else { (UNREACHED, 0) };
+    // A window of three sliding along the row: one new neighbour a texel.
+    let (mut l, mut m) = (at(x0.wrapping_sub(1)), at(x0));
+    for x in x0..x1 {
+        let r = at(x + 1);
+        let (first, second, third) = match pass {
+            Pass::Forward => (l, m, r),
+            Pass::Backward => (r, m, l),
+        };
+        let mut best = first;
+        if second.0 < best.0 {
+            best = second;
+        }
+        if third.0 < best.0 {
+            best = third;
+        }
+        let take = best.0 < cd[x];
+        took[x] = take as u8;
+        if take {
+            (cd[x], cl[x]) = best;
+        }
+        (l, m) = (m, r);
+    }
+}
+
+/// Step two of a pass over texels `x0..x1` (after [`from_row`]): one after
+/// another in the pass's direction, each texel takes the texel before it in
+/// the row when that is nearer, or as near and the texel's value came from
+/// the neighbouring row (which comes later in the order).
+fn along_row(pass: Pass, cd: &mut [u8], cl: &mut [u32], took: &[u8], x0: usize, x1: usize, radius: u8) {
+    let step = |cd: &mut [u8], cl: &mut [u32], x: usize, before: usize| {
+        let d = through(cd[before], radius);
+        if (d as u16) < cd[x] as u16 + took[x] as u16 {
+            cd[x] = d;
+            cl[x] = cl[before];
+        }
+    };
+    match pass {
+        Pass::Forward => (x0.max(1)..x1).for_each(|x| step(cd, cl, x, x - 1)),
+        Pass::Backward => (x0..x1.min(cd.len().saturating_sub(1))).rev().for_each(|x| step(cd, cl, x, x + 1)),
     }
 }
 
