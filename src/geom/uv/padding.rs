@@ -51,8 +51,9 @@ pub struct PaddingStats {
 /// a and b, dist_a + dist_b is the gap between them, and the smallest such
 /// value over the raster is the exact smallest gap up to the search radius.
 /// Pairs are those whose nearest-island regions touch. A pair whose gap in
-/// texture pixels is below `min_gap_px` is close. Memory: five bytes per
-/// raster texel; time O(triangles + texels).
+/// texture pixels is below `min_gap_px` is close. Memory: three bytes per
+/// raster texel (five with more than 65,535 islands); time O(triangles +
+/// texels).
 ///
 /// [`plan_raster`]: super::raster::plan_raster
 pub fn island_padding(meshes: &[UvMesh<'_>], width: u32, height: u32, min_gap_px: f64, search_px: f64) -> PaddingStats {
@@ -76,72 +77,22 @@ fn padding_of(
     let apart = (shortcut && (2..=MAX_BOXED as u32).contains(&islands.count))
         .then(|| far_apart(meshes, &islands, at_full, search_radius(search_px, at_full)))
         .flatten();
-    let (st, plan, counts) = if let Some((owner, counts)) = apart {
+    let Found { plan, counts, owner, pairs, min_gap } = if let Some((owner, counts)) = apart {
         // No two islands can meet within the search radius: nothing to raster.
-        let mut st = PadState::new(at_full, islands.count, 0);
-        st.owner = owner;
-        (st, at_full, counts)
+        Found { plan: at_full, counts, owner, pairs: Pairs::new(), min_gap: None }
     } else if islands.count < 2 {
         // One island has no neighbour: count, do not rasterise.
         let plan = raster_at(width, height, 1.0);
         let counts =
             for_each_inside(meshes, plan, f64::INFINITY, |_, _, _| {}).map_or_else(TriangleCounts::default, |c| c.0);
-        let mut st = PadState::new(plan, islands.count, 0);
-        if counts.rasterised > 0 {
-            st.owner.push(0);
-        }
-        (st, plan, counts)
+        let owner = if counts.rasterised > 0 { vec![0] } else { Vec::new() };
+        Found { plan, counts, owner, pairs: Pairs::new(), min_gap: None }
+    } else if islands.count <= u16::MAX as u32 {
+        raster_gaps::<u16>(meshes, &islands, width, height, search_px, &too_close)
     } else {
-        rasterise(
-            meshes,
-            width,
-            height,
-            |plan| PadState::new(plan, islands.count, plan.width as usize * plan.height as usize),
-            |st, _, t, c| {
-                let Some(&isl) = islands.island.get(t) else { return };
-                let Some(known) = st.label_of.get_mut(isl as usize) else { return };
-                if *known == 0 {
-                    st.owner.push(isl);
-                    *known = st.owner.len() as u32;
-                }
-                let l = *known;
-                let plan = st.plan;
-                let w = plan.width as usize;
-                let Some(s) = setup(c, Coverage::Conservative, plan.width, plan.height) else { return };
-                let (label, pairs, min_gap) = (&mut st.label, &mut st.pairs, &mut st.min_gap);
-                spans(&s, |y, x0, x1| {
-                    let run = &mut label[y * w + x0..=y * w + x1];
-                    // Fresh texels, or this island's own already: one pass.
-                    if run.iter().fold(true, |all, &v| all & (v == 0 || v == l)) {
-                        run.fill(l);
-                        return;
-                    }
-                    for v in run {
-                        if *v == 0 {
-                            *v = l;
-                        } else if *v != l {
-                            // Two islands on one texel: gap 0.
-                            *min_gap = Some(0);
-                            if too_close(0, plan) {
-                                pairs.add(*v, l);
-                            }
-                        }
-                    }
-                });
-            },
-        )
+        raster_gaps::<u32>(meshes, &islands, width, height, search_px, &too_close)
     };
-    let PadState { mut label, owner, mut pairs, mut min_gap, .. } = st;
     let radius = search_radius(search_px, plan);
-    if owner.len() >= 2 && !label.is_empty() {
-        let (w, h) = (plan.width as usize, plan.height as usize);
-        gaps(&mut label, w, h, radius, &mut min_gap, &mut |a, b, gap| {
-            if too_close(gap, plan) {
-                pairs.add(a, b);
-            }
-        });
-    }
-    drop(label);
     let pairs = pairs.into_distinct(owner.len() + 1);
     let labels = owner.len() as u32;
 
@@ -174,6 +125,101 @@ fn padding_of(
     }
 }
 
+/// What measuring a layout finds, before its pairs are sorted out.
+struct Found {
+    /// The raster measured on.
+    plan: RasterPlan,
+    /// What happened to the triangles.
+    counts: TriangleCounts,
+    /// Island of each label - 1.
+    owner: Vec<u32>,
+    /// Island label pairs found too close.
+    pairs: Pairs,
+    /// Smallest gap found, in raster texels.
+    min_gap: Option<u32>,
+}
+
+/// An island label in the raster (0 = no island): `u16` when the layout has
+/// at most 65,535 islands, which halves the raster's memory and the bytes
+/// each pass moves, else `u32`.
+trait Label: Copy + Eq + Default + Into<u32> {
+    /// Label `l`, which fits (the caller chose the type by the island count).
+    fn of(l: u32) -> Self;
+}
+
+impl Label for u16 {
+    fn of(l: u32) -> u16 {
+        l as u16
+    }
+}
+
+impl Label for u32 {
+    fn of(l: u32) -> u32 {
+        l
+    }
+}
+
+/// Rasterises the islands (labels of type `L`, which must hold
+/// `islands.count`) and runs [`gaps`] on the raster.
+fn raster_gaps<L: Label>(
+    meshes: &[UvMesh<'_>],
+    islands: &super::islands::Islands,
+    width: u32,
+    height: u32,
+    search_px: f64,
+    too_close: &impl Fn(u32, RasterPlan) -> bool,
+) -> Found {
+    let (st, plan, counts) = rasterise(
+        meshes,
+        width,
+        height,
+        |plan| PadState::<L>::new(plan, islands.count, plan.width as usize * plan.height as usize),
+        |st, _, t, c| {
+            let Some(&isl) = islands.island.get(t) else { return };
+            let Some(known) = st.label_of.get_mut(isl as usize) else { return };
+            if *known == 0 {
+                st.owner.push(isl);
+                *known = st.owner.len() as u32;
+            }
+            let l = L::of(*known);
+            let plan = st.plan;
+            let w = plan.width as usize;
+            let Some(s) = setup(c, Coverage::Conservative, plan.width, plan.height) else { return };
+            let (label, pairs, min_gap) = (&mut st.label, &mut st.pairs, &mut st.min_gap);
+            let none = L::default();
+            spans(&s, |y, x0, x1| {
+                let run = &mut label[y * w + x0..=y * w + x1];
+                // Fresh texels, or this island's own already: one pass.
+                if run.iter().fold(true, |all, &v| all & (v == none || v == l)) {
+                    run.fill(l);
+                    return;
+                }
+                for v in run {
+                    if *v == none {
+                        *v = l;
+                    } else if *v != l {
+                        // Two islands on one texel: gap 0.
+                        *min_gap = Some(0);
+                        if too_close(0, plan) {
+                            pairs.add((*v).into(), l.into());
+                        }
+                    }
+                }
+            });
+        },
+    );
+    let PadState { mut label, owner, mut pairs, mut min_gap, .. } = st;
+    if owner.len() >= 2 && !label.is_empty() {
+        let (w, h) = (plan.width as usize, plan.height as usize);
+        gaps(&mut label, w, h, search_radius(search_px, plan), &mut min_gap, &mut |a, b, gap| {
+            if too_close(gap, plan) {
+                pairs.add(a, b);
+            }
+        });
+    }
+    Found { plan, counts, owner, pairs, min_gap }
+}
+
 /// Runs a two-pass, 8-connected (chessboard) distance transform with
 /// nearest labels over an island raster (0 = no island) and reports every
 /// pair of neighbouring texels of different islands a, b with their gap
@@ -202,15 +248,16 @@ fn padding_of(
 /// fixed-size run, and the texels it skips are exactly those the passes
 /// would leave unchanged, so a 1024 px raster of a few islands takes a
 /// fraction of the time.
-fn gaps(
-    label: &mut [u32],
+fn gaps<L: Label>(
+    label: &mut [L],
     w: usize,
     h: usize,
     radius: u8,
     min_gap: &mut Option<u32>,
     found: &mut impl FnMut(u32, u32, u32),
 ) {
-    let mut dist: Vec<u8> = label.iter().map(|&l| if l == 0 { UNREACHED } else { 0 }).collect();
+    let none = L::default();
+    let mut dist: Vec<u8> = label.iter().map(|&l| if l == none { UNREACHED } else { 0 }).collect();
     // 1 where `from_row` moved a texel to a neighbour of the row before.
     let mut took = vec![0u8; w];
     // The smallest distance around a run in a neighbouring row: its texels
@@ -252,13 +299,13 @@ fn gaps(
             x0 = x1;
         }
     }
-    let mut pair_at = |a: u32, da: u8, b: u32, db: u8| {
-        if a != 0 && b != 0 && a != b {
+    let mut pair_at = |a: L, da: u8, b: L, db: u8| {
+        if a != none && b != none && a != b {
             let gap = da as u32 + db as u32;
             if min_gap.is_none_or(|g| gap < g) {
                 *min_gap = Some(gap);
             }
-            found(a, b, gap);
+            found(a.into(), b.into(), gap);
         }
     };
     for y in (0..h).rev() {
@@ -306,7 +353,7 @@ fn gaps(
             }
             for x in x0..x1 {
                 let (a, da) = (cl[x], cd[x]);
-                if a == 0 {
+                if a == none {
                     continue;
                 }
                 if x + 1 < w {
@@ -337,8 +384,8 @@ fn least(d: &[u8]) -> u8 {
 }
 
 /// Whether every label of a run is `v`.
-fn all_are(l: &[u32], v: u32) -> bool {
-    match <&[u32; CHUNK]>::try_from(l) {
+fn all_are<L: Label>(l: &[L], v: L) -> bool {
+    match <&[L; CHUNK]>::try_from(l) {
         Ok(run) => run.iter().fold(true, |a, &u| a & (u == v)),
         Err(_) => l.iter().all(|&u| u == v),
     }
@@ -376,12 +423,12 @@ fn through(d: u8, radius: u8) -> u8 {
 /// texel on a tie, but not the texel's own value). No branch inside the
 /// row: selects only.
 #[allow(clippy::too_many_arguments)]
-fn from_row(
+fn from_row<L: Label>(
     pass: Pass,
     nd: &[u8],
-    nl: &[u32],
+    nl: &[L],
     cd: &mut [u8],
-    cl: &mut [u32],
+    cl: &mut [L],
     took: &mut [u8],
     x0: usize,
     x1: usize,
@@ -390,7 +437,7 @@ fn from_row(
     let w = cd.len();
     // Texel x's three neighbours (x - 1, x, x + 1) as (distance through
     // them, label); off the raster none.
-    let at = |n: usize| if n < w { (through(nd[n], radius), nl[n]) } else { (UNREACHED, 0) };
+    let at = |n: usize| if n < w { (through(nd[n], radius), nl[n]) } else { (UNREACHED, L::default()) };
     // A window of three sliding along the row: one new neighbour a texel.
     let (mut l, mut m) = (at(x0.wrapping_sub(1)), at(x0));
     for x in x0..x1 {
@@ -419,8 +466,8 @@ fn from_row(
 /// another in the pass's direction, each texel takes the texel before it in
 /// the row when that is nearer, or as near and the texel's value came from
 /// the neighbouring row (which comes later in the order).
-fn along_row(pass: Pass, cd: &mut [u8], cl: &mut [u32], took: &[u8], x0: usize, x1: usize, radius: u8) {
-    let step = |cd: &mut [u8], cl: &mut [u32], x: usize, before: usize| {
+fn along_row<L: Label>(pass: Pass, cd: &mut [u8], cl: &mut [L], took: &[u8], x0: usize, x1: usize, radius: u8) {
+    let step = |cd: &mut [u8], cl: &mut [L], x: usize, before: usize| {
         let d = through(cd[before], radius);
         if (d as u16) < cd[x] as u16 + took[x] as u16 {
             cd[x] = d;
@@ -595,10 +642,10 @@ fn gaps_reference(
 }
 
 /// What [`island_padding`] builds while rasterising.
-struct PadState {
+struct PadState<L> {
     plan: RasterPlan,
     /// Island label per texel (0 = none).
-    label: Vec<u32>,
+    label: Vec<L>,
     /// Label of each island (0 = not in the tile yet).
     label_of: Vec<u32>,
     /// Island of each label - 1.
@@ -609,11 +656,11 @@ struct PadState {
     min_gap: Option<u32>,
 }
 
-impl PadState {
-    fn new(plan: RasterPlan, islands: u32, texels: usize) -> PadState {
+impl<L: Label> PadState<L> {
+    fn new(plan: RasterPlan, islands: u32, texels: usize) -> PadState<L> {
         PadState {
             plan,
-            label: vec![0; texels],
+            label: vec![L::default(); texels],
             label_of: vec![0; islands as usize],
             owner: Vec::new(),
             pairs: Pairs::new(),
@@ -787,6 +834,16 @@ mod tests {
         (min_gap, found)
     }
 
+    /// [`gaps`] on 16-bit labels: its pairs, and the labels back in 32 bits.
+    fn pairs_of_u16(label: &[u32], w: usize, h: usize, radius: u8) -> ((Option<u32>, Vec<(u32, u32, u32)>), Vec<u32>) {
+        let mut narrow: Vec<u16> = label.iter().map(|&l| u16::try_from(l).expect("a small label")).collect();
+        let mut min_gap = None;
+        let mut found = Vec::new();
+        gaps(&mut narrow, w, h, radius, &mut min_gap, &mut |a, b, g| found.push((a, b, g)));
+        found.sort_unstable();
+        ((min_gap, found), narrow.into_iter().map(u32::from).collect())
+    }
+
     #[test]
     fn skipping_runs_changes_nothing() {
         // Random rasters of rectangles, blobs and noise, at widths around
@@ -813,12 +870,15 @@ mod tests {
                 }
             }
             let radius = [1u8, 2, 3, 8, 16, 40, 254][case % 7];
+            let (narrow, c) = pairs_of_u16(&label, w, h, radius);
             let mut a = label.clone();
             let mut b = label;
             let fast = pairs_of(false, &mut a, w, h, radius);
             let slow = pairs_of(true, &mut b, w, h, radius);
             assert_eq!(fast, slow, "case {case}: {w}x{h} radius {radius}");
             assert_eq!(a, b, "case {case}: labels");
+            assert_eq!(narrow, slow, "case {case}: 16-bit labels, {w}x{h} radius {radius}");
+            assert_eq!(c, b, "case {case}: 16-bit labels");
         }
     }
 
@@ -854,9 +914,43 @@ mod tests {
             let islands = uv_islands(&m);
             let plan = raster_at(side, side, 1.0);
             shortcuts += far_apart(&m, &islands, plan, search_radius(search, plan)).is_some() as u32;
+            // 16- and 32-bit labels find the same.
+            let too_close = |gap: u32, plan: RasterPlan| (gap as f64) / plan.scale < min;
+            let [a, b] = [
+                raster_gaps::<u16>(&m, &islands, side, side, search, &too_close),
+                raster_gaps::<u32>(&m, &islands, side, side, search, &too_close),
+            ]
+            .map(|f| (f.plan, f.counts, f.min_gap, f.pairs.into_distinct(f.owner.len() + 1), f.owner));
+            assert_eq!(a, b, "case {case}: label widths");
         }
         // Both routes were taken.
         assert!((50..350).contains(&shortcuts), "{shortcuts}");
+    }
+
+    #[test]
+    fn more_islands_than_16_bit_labels_hold() {
+        // 256 x 256 squares of 2 x 2 texels, 2 texels apart, at 1024 px:
+        // 65,536 islands, one more than 16-bit labels hold, so they are
+        // measured with 32-bit ones. The last island, a mesh of its own,
+        // must be found as close to its neighbours as every other (a label
+        // wrapped to 0 would leave it out).
+        let mut uvs = Vec::new();
+        let mut tris = Vec::new();
+        for cy in 0..256u32 {
+            for cx in 0..256u32 {
+                let t = |c: u32, k: u32| (4 * c + k) as f32 / 1024.0;
+                let b = uvs.len() as u32;
+                uvs.extend([[t(cx, 1), t(cy, 1)], [t(cx, 3), t(cy, 1)], [t(cx, 3), t(cy, 3)], [t(cx, 1), t(cy, 3)]]);
+                tris.extend([[b, b + 1, b + 2], [b, b + 2, b + 3]]);
+            }
+        }
+        let last = tris.len() - 2;
+        let m = [mesh(&uvs, &tris[..last]), mesh(&uvs, &tris[last..])];
+        assert_eq!(uv_islands(&m).count, 65_536);
+        let p = island_padding(&m, 1024, 1024, 4.0, 8.0);
+        assert_eq!((p.islands, p.min_gap_px), (65_536, Some(2.0)));
+        assert_eq!(p.close_meshes, vec![true, true]);
+        assert!(p.close_pairs >= 2 * 255 * 256, "{}", p.close_pairs);
     }
 
     #[test]
