@@ -819,9 +819,12 @@ mod tests {
         assert_eq!(s.min_gap_px, Some(5.0));
     }
 
+    /// The smallest gap and every pair with its gap, sorted.
+    type Reported = (Option<u32>, Vec<(u32, u32, u32)>);
+
     /// Every pair [`gaps`] (or, with `plain`, `gaps_reference`) reports,
     /// with its gap, sorted.
-    fn pairs_of(plain: bool, label: &mut [u32], w: usize, h: usize, radius: u8) -> (Option<u32>, Vec<(u32, u32, u32)>) {
+    fn pairs_of(plain: bool, label: &mut [u32], w: usize, h: usize, radius: u8) -> Reported {
         let mut min_gap = None;
         let mut found = Vec::new();
         let mut push = |a, b, g| found.push((a, b, g));
@@ -835,7 +838,7 @@ mod tests {
     }
 
     /// [`gaps`] on 16-bit labels: its pairs, and the labels back in 32 bits.
-    fn pairs_of_u16(label: &[u32], w: usize, h: usize, radius: u8) -> ((Option<u32>, Vec<(u32, u32, u32)>), Vec<u32>) {
+    fn pairs_of_u16(label: &[u32], w: usize, h: usize, radius: u8) -> (Reported, Vec<u32>) {
         let mut narrow: Vec<u16> = label.iter().map(|&l| u16::try_from(l).expect("a small label")).collect();
         let mut min_gap = None;
         let mut found = Vec::new();
