@@ -51,9 +51,9 @@ pub struct PaddingStats {
 /// a and b, dist_a + dist_b is the gap between them, and the smallest such
 /// value over the raster is the exact smallest gap up to the search radius.
 /// Pairs are those whose nearest-island regions touch. A pair whose gap in
-/// texture pixels is below `min_gap_px` is close. Memory: three bytes per
-/// raster texel (five with more than 65,535 islands); time O(triangles +
-/// texels).
+/// texture pixels is below `min_gap_px` is close. Memory: two bytes per
+/// raster texel (three with more than 255 islands, five with more than
+/// 65,535); time O(triangles + texels).
 ///
 /// [`plan_raster`]: super::raster::plan_raster
 pub fn island_padding(meshes: &[UvMesh<'_>], width: u32, height: u32, min_gap_px: f64, search_px: f64) -> PaddingStats {
@@ -87,6 +87,8 @@ fn padding_of(
             for_each_inside(meshes, plan, f64::INFINITY, |_, _, _| {}).map_or_else(TriangleCounts::default, |c| c.0);
         let owner = if counts.rasterised > 0 { vec![0] } else { Vec::new() };
         Found { plan, counts, owner, pairs: Pairs::new(), min_gap: None }
+    } else if islands.count <= u8::MAX as u32 {
+        raster_gaps::<u8>(meshes, &islands, width, height, search_px, &too_close)
     } else if islands.count <= u16::MAX as u32 {
         raster_gaps::<u16>(meshes, &islands, width, height, search_px, &too_close)
     } else {
@@ -139,12 +141,20 @@ struct Found {
     min_gap: Option<u32>,
 }
 
-/// An island label in the raster (0 = no island): `u16` when the layout has
-/// at most 65,535 islands, which halves the raster's memory and the bytes
-/// each pass moves, else `u32`.
+/// An island label in the raster (0 = no island): the narrowest of `u8`,
+/// `u16` and `u32` that holds the layout's island count. Most layouts have
+/// a few dozen islands: byte labels make the raster 2 bytes a texel, and
+/// the fill and both passes move a quarter of the label bytes 32-bit ones
+/// would.
 trait Label: Copy + Eq + Default + Into<u32> {
     /// Label `l`, which fits (the caller chose the type by the island count).
     fn of(l: u32) -> Self;
+}
+
+impl Label for u8 {
+    fn of(l: u32) -> u8 {
+        l as u8
+    }
 }
 
 impl Label for u16 {
@@ -837,14 +847,14 @@ mod tests {
         (min_gap, found)
     }
 
-    /// [`gaps`] on 16-bit labels: its pairs, and the labels back in 32 bits.
-    fn pairs_of_u16(label: &[u32], w: usize, h: usize, radius: u8) -> (Reported, Vec<u32>) {
-        let mut narrow: Vec<u16> = label.iter().map(|&l| u16::try_from(l).expect("a small label")).collect();
+    /// [`gaps`] on narrower labels: its pairs, and the labels back in 32 bits.
+    fn pairs_narrow<L: Label + TryFrom<u32>>(label: &[u32], w: usize, h: usize, radius: u8) -> (Reported, Vec<u32>) {
+        let mut narrow: Vec<L> = label.iter().map(|&l| L::try_from(l).ok().expect("a small label")).collect();
         let mut min_gap = None;
         let mut found = Vec::new();
         gaps(&mut narrow, w, h, radius, &mut min_gap, &mut |a, b, g| found.push((a, b, g)));
         found.sort_unstable();
-        ((min_gap, found), narrow.into_iter().map(u32::from).collect())
+        ((min_gap, found), narrow.into_iter().map(Into::into).collect())
     }
 
     #[test]
@@ -873,15 +883,17 @@ mod tests {
                 }
             }
             let radius = [1u8, 2, 3, 8, 16, 40, 254][case % 7];
-            let (narrow, c) = pairs_of_u16(&label, w, h, radius);
+            let narrow = [pairs_narrow::<u8>(&label, w, h, radius), pairs_narrow::<u16>(&label, w, h, radius)];
             let mut a = label.clone();
             let mut b = label;
             let fast = pairs_of(false, &mut a, w, h, radius);
             let slow = pairs_of(true, &mut b, w, h, radius);
             assert_eq!(fast, slow, "case {case}: {w}x{h} radius {radius}");
             assert_eq!(a, b, "case {case}: labels");
-            assert_eq!(narrow, slow, "case {case}: 16-bit labels, {w}x{h} radius {radius}");
-            assert_eq!(c, b, "case {case}: 16-bit labels");
+            for (bits, (pairs, labels)) in [8, 16].into_iter().zip(narrow) {
+                assert_eq!(pairs, slow, "case {case}: {bits}-bit labels, {w}x{h} radius {radius}");
+                assert_eq!(labels, b, "case {case}: {bits}-bit labels");
+            }
         }
     }
 
@@ -917,31 +929,32 @@ mod tests {
             let islands = uv_islands(&m);
             let plan = raster_at(side, side, 1.0);
             shortcuts += far_apart(&m, &islands, plan, search_radius(search, plan)).is_some() as u32;
-            // 16- and 32-bit labels find the same.
+            // 8-, 16- and 32-bit labels find the same.
             let too_close = |gap: u32, plan: RasterPlan| (gap as f64) / plan.scale < min;
-            let [a, b] = [
+            let [a, b, c] = [
+                raster_gaps::<u8>(&m, &islands, side, side, search, &too_close),
                 raster_gaps::<u16>(&m, &islands, side, side, search, &too_close),
                 raster_gaps::<u32>(&m, &islands, side, side, search, &too_close),
             ]
             .map(|f| (f.plan, f.counts, f.min_gap, f.pairs.into_distinct(f.owner.len() + 1), f.owner));
-            assert_eq!(a, b, "case {case}: label widths");
+            assert_eq!(a, c, "case {case}: 8- and 32-bit labels");
+            assert_eq!(b, c, "case {case}: 16- and 32-bit labels");
         }
         // Both routes were taken.
         assert!((50..350).contains(&shortcuts), "{shortcuts}");
     }
 
-    #[test]
-    fn more_islands_than_16_bit_labels_hold() {
-        // 256 x 256 squares of 2 x 2 texels, 2 texels apart, at 1024 px:
-        // 65,536 islands, one more than 16-bit labels hold, so they are
-        // measured with 32-bit ones. The last island, a mesh of its own,
-        // must be found as close to its neighbours as every other (a label
-        // wrapped to 0 would leave it out).
+    /// `cells` x `cells` squares of 2 x 2 texels, 2 texels apart, at
+    /// `4 * cells` px, the last square a mesh of its own: measured, every
+    /// island must be found 2 px from its neighbours, the last one too (a
+    /// label wrapped to 0 would leave it out).
+    fn grid_of_islands(cells: u32) {
         let mut uvs = Vec::new();
         let mut tris = Vec::new();
-        for cy in 0..256u32 {
-            for cx in 0..256u32 {
-                let t = |c: u32, k: u32| (4 * c + k) as f32 / 1024.0;
+        let side = 4 * cells;
+        for cy in 0..cells {
+            for cx in 0..cells {
+                let t = |c: u32, k: u32| (4 * c + k) as f32 / side as f32;
                 let b = uvs.len() as u32;
                 uvs.extend([[t(cx, 1), t(cy, 1)], [t(cx, 3), t(cy, 1)], [t(cx, 3), t(cy, 3)], [t(cx, 1), t(cy, 3)]]);
                 tris.extend([[b, b + 1, b + 2], [b, b + 2, b + 3]]);
@@ -949,11 +962,20 @@ mod tests {
         }
         let last = tris.len() - 2;
         let m = [mesh(&uvs, &tris[..last]), mesh(&uvs, &tris[last..])];
-        assert_eq!(uv_islands(&m).count, 65_536);
-        let p = island_padding(&m, 1024, 1024, 4.0, 8.0);
-        assert_eq!((p.islands, p.min_gap_px), (65_536, Some(2.0)));
-        assert_eq!(p.close_meshes, vec![true, true]);
-        assert!(p.close_pairs >= 2 * 255 * 256, "{}", p.close_pairs);
+        let n = (cells * cells) as u64;
+        assert_eq!(uv_islands(&m).count as u64, n);
+        let p = island_padding(&m, side, side, 4.0, 8.0);
+        assert_eq!((p.islands, p.min_gap_px), (n, Some(2.0)), "{cells}");
+        assert_eq!(p.close_meshes, vec![true, true], "{cells}");
+        assert!(p.close_pairs >= 2 * (cells as u64 - 1) * cells as u64, "{cells}: {}", p.close_pairs);
+    }
+
+    #[test]
+    fn more_islands_than_narrow_labels_hold() {
+        // 256 islands, one more than 8-bit labels hold: 16-bit ones.
+        grid_of_islands(16);
+        // 65,536 islands, one more than 16-bit labels hold: 32-bit ones.
+        grid_of_islands(256);
     }
 
     #[test]
