@@ -243,12 +243,13 @@ fn raster_gaps<L: Label>(
 /// then, in a sweep of their own.
 ///
 /// Each pass visits a texel's neighbours in a fixed order (itself, the one
-/// before it in the row, then the three in the row before) and keeps the
-/// first nearest. That choice is the smallest (distance, position in the
-/// order) key, and a smallest key can be found in any grouping, so each
-/// row is done in two steps: the three texels of the row before, for the
-/// whole run at once with no branch (`from_row`), then the texel before it,
-/// one after another along the row (`along_row`). The texel-by-texel passes
+/// before it in the row, then the three in the row before; mirrored in the
+/// backward pass) and keeps the first nearest. That choice is the smallest
+/// (distance, position in the order) key, and a smallest key can be found
+/// in any grouping, so each run of a row is done in two steps: the three
+/// texels of the row before, in one pass over the run that reads one new
+/// neighbour a texel (`from_row`), then the texel before it, one after
+/// another along the run (`along_row`). The texel-by-texel passes
 /// (`gaps_reference`, compared by a test) give the same labels and gaps.
 ///
 /// Runs of [`CHUNK`] texels where nothing can happen are stepped over whole:
@@ -430,8 +431,8 @@ fn through(d: u8, radius: u8) -> u8 {
 /// (`nd`, `nl`; left to right in the forward pass, right to left in the
 /// backward one) when that is strictly nearer than it is, and `took`
 /// records that it did (the texel along the row beats a neighbouring-row
-/// texel on a tie, but not the texel's own value). No branch inside the
-/// row: selects only.
+/// texel on a tie, but not the texel's own value). The three neighbours are
+/// a window sliding along the run: one new neighbour a texel.
 #[allow(clippy::too_many_arguments)]
 fn from_row<L: Label>(
     pass: Pass,
