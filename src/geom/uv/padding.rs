@@ -82,11 +82,10 @@ fn padding_of(
         Found { plan: at_full, counts, owner, pairs: Pairs::new(), min_gap: None }
     } else if islands.count < 2 {
         // One island has no neighbour: count, do not rasterise.
-        let plan = raster_at(width, height, 1.0);
         let counts =
-            for_each_inside(meshes, plan, f64::INFINITY, |_, _, _| {}).map_or_else(TriangleCounts::default, |c| c.0);
+            for_each_inside(meshes, at_full, f64::INFINITY, |_, _, _| {}).map_or_else(TriangleCounts::default, |c| c.0);
         let owner = if counts.rasterised > 0 { vec![0] } else { Vec::new() };
-        Found { plan, counts, owner, pairs: Pairs::new(), min_gap: None }
+        Found { plan: at_full, counts, owner, pairs: Pairs::new(), min_gap: None }
     } else if islands.count <= u8::MAX as u32 {
         raster_gaps::<u8>(meshes, &islands, width, height, search_px, &too_close)
     } else if islands.count <= u16::MAX as u32 {
@@ -833,29 +832,30 @@ mod tests {
     /// The smallest gap and every pair with its gap, sorted.
     type Reported = (Option<u32>, Vec<(u32, u32, u32)>);
 
-    /// Every pair [`gaps`] (or, with `plain`, `gaps_reference`) reports,
-    /// with its gap, sorted.
-    fn pairs_of(plain: bool, label: &mut [u32], w: usize, h: usize, radius: u8) -> Reported {
+    /// What `gaps_reference` (with `plain`) or [`gaps`] on labels of type
+    /// `L` reports for the raster `label`: the smallest gap, every pair with
+    /// its gap (sorted), and the labels after the passes, in 32 bits.
+    fn transformed<L: Label + TryFrom<u32>>(
+        plain: bool,
+        label: &[u32],
+        w: usize,
+        h: usize,
+        radius: u8,
+    ) -> (Reported, Vec<u32>) {
         let mut min_gap = None;
         let mut found = Vec::new();
         let mut push = |a, b, g| found.push((a, b, g));
-        if plain {
-            gaps_reference(label, w, h, radius, &mut min_gap, &mut push);
+        let labels = if plain {
+            let mut wide = label.to_vec();
+            gaps_reference(&mut wide, w, h, radius, &mut min_gap, &mut push);
+            wide
         } else {
-            gaps(label, w, h, radius, &mut min_gap, &mut push);
-        }
+            let mut typed: Vec<L> = label.iter().map(|&l| L::try_from(l).ok().expect("a small label")).collect();
+            gaps(&mut typed, w, h, radius, &mut min_gap, &mut push);
+            typed.into_iter().map(Into::into).collect()
+        };
         found.sort_unstable();
-        (min_gap, found)
-    }
-
-    /// [`gaps`] on narrower labels: its pairs, and the labels back in 32 bits.
-    fn pairs_narrow<L: Label + TryFrom<u32>>(label: &[u32], w: usize, h: usize, radius: u8) -> (Reported, Vec<u32>) {
-        let mut narrow: Vec<L> = label.iter().map(|&l| L::try_from(l).ok().expect("a small label")).collect();
-        let mut min_gap = None;
-        let mut found = Vec::new();
-        gaps(&mut narrow, w, h, radius, &mut min_gap, &mut |a, b, g| found.push((a, b, g)));
-        found.sort_unstable();
-        ((min_gap, found), narrow.into_iter().map(Into::into).collect())
+        ((min_gap, found), labels)
     }
 
     #[test]
@@ -884,16 +884,15 @@ mod tests {
                 }
             }
             let radius = [1u8, 2, 3, 8, 16, 40, 254][case % 7];
-            let narrow = [pairs_narrow::<u8>(&label, w, h, radius), pairs_narrow::<u16>(&label, w, h, radius)];
-            let mut a = label.clone();
-            let mut b = label;
-            let fast = pairs_of(false, &mut a, w, h, radius);
-            let slow = pairs_of(true, &mut b, w, h, radius);
-            assert_eq!(fast, slow, "case {case}: {w}x{h} radius {radius}");
-            assert_eq!(a, b, "case {case}: labels");
-            for (bits, (pairs, labels)) in [8, 16].into_iter().zip(narrow) {
-                assert_eq!(pairs, slow, "case {case}: {bits}-bit labels, {w}x{h} radius {radius}");
-                assert_eq!(labels, b, "case {case}: {bits}-bit labels");
+            let want = transformed::<u32>(true, &label, w, h, radius);
+            let got = [
+                transformed::<u8>(false, &label, w, h, radius),
+                transformed::<u16>(false, &label, w, h, radius),
+                transformed::<u32>(false, &label, w, h, radius),
+            ];
+            for (bits, got) in [8, 16, 32].into_iter().zip(got) {
+                assert_eq!(got.0, want.0, "case {case}: {bits}-bit labels, {w}x{h} radius {radius}: pairs");
+                assert_eq!(got.1, want.1, "case {case}: {bits}-bit labels: labels");
             }
         }
     }
