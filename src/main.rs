@@ -14,12 +14,18 @@
 //! service at start, and the engine for any input over 16 MiB, fix it at
 //! 4 MiB (`engine::steady_large_blocks`).
 //!
-//! glibc's malloc keeps one arena (heap) per thread, up to eight per core:
-//! what a check frees on one pool thread could not be reused by the next
-//! check on another, and the freed pages stayed resident in both. One
-//! arena (`M_ARENA_MAX`) lowered the peak of a 31 MB GLB from 166 to about
-//! 141 MB and of a folder run from about 115 to 90 MB, no slower (each
-//! thread keeps its small-block cache, so the lock is rarely taken). A user
+//! glibc's malloc keeps up to eight arenas (heaps) per core. The service
+//! (`meshcheck serve`) keeps one (`M_ARENA_MAX`): what a job freed on one
+//! thread could not be reused by the next job on another, and the freed
+//! pages stayed resident in both (250 MB uploads, one after another, peaked
+//! about 50 MB above its idle memory with one arena, about 120 MB with
+//! glibc's default; docs/blob-store.md). Every other command gets one arena
+//! per core: with a single arena the pool threads queue on its lock for the
+//! blocks their small-block caches miss (a report's values, the folder
+//! output), and a folder of 1,000 small files `--skip SPEC-001` took 0.50 s
+//! and 0.82 s of CPU on two cores, against 0.34-0.38 s and 0.67-0.72 s
+//! with one arena per core; the peaks of the 32 and 128 MB spheres and of
+//! s13 were the same either way (BENCHMARKS.md, "Sixteenth step"). A user
 //! who sets the arena count (`MALLOC_ARENA_MAX`, or `arena_max` in
 //! `GLIBC_TUNABLES`) keeps it.
 
@@ -88,13 +94,25 @@ fn arena_count_set() -> bool {
         || std::env::var("GLIBC_TUNABLES").is_ok_and(|t| t.contains("glibc.malloc.arena_max"))
 }
 
+/// glibc's arena count for this process: one for the service, one per core
+/// for every other command (see the file's header).
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+fn arena_count() -> usize {
+    // The subcommand is the first argument (the CLI has no options before it).
+    if std::env::args_os().nth(1).is_some_and(|a| a == "serve") {
+        return 1;
+    }
+    std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get)
+}
+
 fn main() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     if !arena_count_set() {
         // SAFETY: mallopt only sets an allocator parameter; called before
-        // any other thread starts.
+        // any other thread starts (glibc reads the limit when a second
+        // thread first needs an arena).
         unsafe {
-            libc::mallopt(libc::M_ARENA_MAX, 1);
+            libc::mallopt(libc::M_ARENA_MAX, arena_count().min(libc::c_int::MAX as usize) as libc::c_int);
         }
     }
     std::process::exit(meshcheck::cli::main());

@@ -425,6 +425,16 @@ fn folder_runs_reuse_warm_processes() {
     assert!(started.elapsed() < Duration::from_secs(5), "{:?}", started.elapsed());
 }
 
+#[test]
+fn node_runs_with_the_drivers_options() {
+    // Node rejects an option it does not know at start, and would then never
+    // say ready; one it dropped would be missing from its execArgv.
+    let v = Validator::global().unwrap();
+    let hello = v.ready().unwrap();
+    assert_eq!(hello.node_flags, meshcheck::validator::NODE_FLAGS);
+    assert!(hello.node_flags.iter().any(|f| f == "--single-threaded-gc"), "{:?}", hello.node_flags);
+}
+
 /// The members of a shared zip bundle, by name.
 fn bundle_files(rel: &str) -> Vec<(String, Vec<u8>)> {
     let bytes = std::fs::read(util::model(rel)).unwrap();

@@ -11,7 +11,8 @@
 //               {type:"bytes", id} + the asset bytes, when asked for them;
 //               {type:"resource", req, found, reason?, path?, size?} + the
 //               resource bytes (none when `path` names the file to read).
-// Node -> Rust: {type:"ready", version, supported};
+// Node -> Rust: {type:"ready", version, supported, flags} (flags: the
+//               Node options it was started with, process.execArgv);
 //               {type:"started", id} as a validation begins (they run one at
 //               a time, in the order sent; later ones wait in the queue);
 //               {type:"bytes", id, reason} when `path` could not be read as
@@ -239,4 +240,4 @@ process.stdin.on('data', (chunk) => {
 });
 process.stdin.on('end', () => process.exit(0));
 
-send({ type: 'ready', version: validator.version(), supported });
+send({ type: 'ready', version: validator.version(), supported, flags: process.execArgv });
