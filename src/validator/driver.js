@@ -12,7 +12,7 @@
 //               {type:"resource", req, found, reason?, path?, size?} + the
 //               resource bytes (none when `path` names the file to read).
 // Node -> Rust: {type:"ready", version, supported, flags} (flags: the
-//               Node options it was started with, process.execArgv);
+//               Node options it was started with, from process.execArgv);
 //               {type:"started", id} as a validation begins (they run one at
 //               a time, in the order sent; later ones wait in the queue);
 //               {type:"bytes", id, reason} when `path` could not be read as
@@ -240,4 +240,7 @@ process.stdin.on('data', (chunk) => {
 });
 process.stdin.on('end', () => process.exit(0));
 
-send({ type: 'ready', version: validator.version(), supported, flags: process.execArgv });
+// The Node options: execArgv up to `-e`, which is followed by this script.
+const dashE = process.execArgv.indexOf('-e');
+const flags = dashE < 0 ? process.execArgv : process.execArgv.slice(0, dashE);
+send({ type: 'ready', version: validator.version(), supported, flags });
