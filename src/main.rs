@@ -24,8 +24,9 @@
 //! blocks their small-block caches miss (a report's values, the folder
 //! output), and a folder of 1,000 small files `--skip SPEC-001` took 0.50 s
 //! and 0.82 s of CPU on two cores, against 0.34-0.38 s and 0.67-0.72 s
-//! with one arena per core; the peaks of the 32 and 128 MB spheres and of
-//! s13 were the same either way (BENCHMARKS.md, "Sixteenth step"). A user
+//! with one arena per core. The peaks of the 32 MB sphere and of s13 were
+//! the same either way; the 128 MB sphere's rose by 10-15 MB, to 2.3 times
+//! its size (BENCHMARKS.md, "Sixteenth step"). A user
 //! who sets the arena count (`MALLOC_ARENA_MAX`, or `arena_max` in
 //! `GLIBC_TUNABLES`) keeps it.
 

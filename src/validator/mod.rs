@@ -52,8 +52,8 @@ pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
 /// collects garbage on the thread that made it, instead of also on helper
 /// threads that compete with meshcheck's own checks for the cores. Over a
 /// folder of 1,000 small files Node's CPU went down by about 0.1 s and the
-/// run's wall time by about 5 %; on the 1.3M-triangle s13 about 5 % too
-/// (BENCHMARKS.md, "Sixteenth step"). The findings are the validator's
+/// run's wall time by 3-5 % (two sittings); on the 1.3M-triangle s13 by
+/// about 5 % (BENCHMARKS.md, "Sixteenth step"). The findings are the validator's
 /// either way: the option changes when memory is collected, not what the
 /// validator computes.
 pub const NODE_FLAGS: &[&str] = &["--single-threaded-gc"];
@@ -207,16 +207,15 @@ impl Hello {
     fn of(header: &Value) -> Hello {
         Hello {
             version: header["version"].as_str().unwrap_or("unknown").to_string(),
-            supported: header["supported"]
-                .as_array()
-                .map(|a| a.iter().filter_map(|v| v.as_str().map(String::from)).collect())
-                .unwrap_or_default(),
-            node_flags: header["flags"]
-                .as_array()
-                .map(|a| a.iter().filter_map(|v| v.as_str().map(String::from)).collect())
-                .unwrap_or_default(),
+            supported: strings(&header["supported"]),
+            node_flags: strings(&header["flags"]),
         }
     }
+}
+
+/// The strings of a JSON array (none when it is not one).
+fn strings(v: &Value) -> Vec<String> {
+    v.as_array().map(|a| a.iter().filter_map(|v| v.as_str().map(String::from)).collect()).unwrap_or_default()
 }
 
 /// The main file as the validator gets it: its bytes, and where they were

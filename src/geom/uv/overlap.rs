@@ -131,7 +131,7 @@ enum Coverage {
 impl Coverage {
     /// Counts texels `x0..=x1` of row `y` once more. A span kept in the list
     /// is a push inlined where the spans are found (a call per span was
-    /// about a sixth of UV-002's instructions over small files); the rest is
+    /// about a tenth of UV-002's instructions over small files); the rest is
     /// [`Coverage::add_past`].
     #[inline(always)]
     fn add(&mut self, plan: &RasterPlan, max_spans: usize, mesh: usize, y: usize, x0: usize, x1: usize) {
