@@ -1077,9 +1077,29 @@ mod tests {
     /// (which, left to glibc, raises the threshold past it and serves it
     /// from the heap). glibc gives a mapped block the rest of its last
     /// page: its usable size is 16 bytes short of a whole number of pages.
+    ///
+    /// It runs in a process of its own (this test binary again, this test
+    /// alone): in the shared one, a heap that other tests had left with a
+    /// free chunk of 5 MiB served the block from the heap, whatever the
+    /// threshold (glibc takes a free chunk before it maps one).
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     #[test]
     fn blocks_past_the_steady_threshold_are_mapped_after_a_larger_one_is_freed() {
+        const NAME: &str = "engine::tests::blocks_past_the_steady_threshold_are_mapped_after_a_larger_one_is_freed";
+        if std::env::var_os("MESHCHECK_TEST_ALONE").is_none() {
+            let out = std::process::Command::new(std::env::current_exe().expect("the test binary"))
+                .args([NAME, "--exact", "--test-threads=1", "--nocapture"])
+                .env("MESHCHECK_TEST_ALONE", "1")
+                .output()
+                .expect("run the test binary");
+            let text = String::from_utf8_lossy(&out.stdout);
+            assert!(
+                out.status.success() && text.contains("1 passed"),
+                "{text}{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            return;
+        }
         super::steady_large_blocks();
         drop(std::hint::black_box(vec![1u8; 16 << 20]));
         let block: Vec<u8> = Vec::with_capacity(super::STEADY_MMAP_THRESHOLD + (1 << 20) + 1);
