@@ -432,7 +432,9 @@ fn node_runs_with_the_drivers_options() {
     let v = Validator::global().unwrap();
     let hello = v.ready().unwrap();
     assert_eq!(hello.node_flags, meshcheck::validator::NODE_FLAGS);
-    assert!(hello.node_flags.iter().any(|f| f == "--single-threaded-gc"), "{:?}", hello.node_flags);
+    for flag in ["--single-threaded-gc", "--interrupt-budget=270336"] {
+        assert!(hello.node_flags.iter().any(|f| f == flag), "{flag}: {:?}", hello.node_flags);
+    }
 }
 
 /// The members of a shared zip bundle, by name.
