@@ -7,7 +7,9 @@
 //! from its levels (UASTC and uncompressed formats from each level's
 //! uncompressed size, ETC1S/BasisLZ as 8 bytes per 4x4 block, 16 with alpha).
 //! [`decode_texels`] decodes texels, for the one check that reads them (the
-//! base-colour range), under the renderer's size limits.
+//! base-colour range), under the renderer's size limits; [`png_rows`] reads
+//! a PNG's texels a row at a time instead, holding no image-sized buffer,
+//! and leaves to [`decode_texels`] what it cannot read as that would.
 
 use serde::Serialize;
 use std::io::Cursor;
@@ -227,6 +229,78 @@ pub fn decode_texels(bytes: &[u8]) -> Result<image::DynamicImage, String> {
     reader.decode().map_err(|e| format!("the image cannot be decoded: {e}"))
 }
 
+/// How [`png_rows`] hands over a row: three bytes a texel (RGB8) or four
+/// (RGBA8, alpha last).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RowLayout {
+    /// RGB8.
+    Rgb,
+    /// RGBA8.
+    Rgba,
+}
+
+/// A PNG's texels, one row at a time, as [`decode_texels`] gives them
+/// after a conversion to RGB8 or RGBA8: the decoder configured as `image`
+/// configures it (the same limits, the same `EXPAND` transformation:
+/// palettes and bit depths under 8 expanded, `tRNS` made alpha), grey
+/// rows widened to RGBA8 as `image`'s conversion widens them (grey in the
+/// three channels, alpha 255 where the image has none). Returns the number
+/// of texels, or `None` where it cannot stand in for [`decode_texels`]: not
+/// a PNG, 16 bits a channel (which `image` narrows in its own way), a side
+/// over [`MAX_DECODE_DIM`], or any decoding error; the caller then decodes
+/// with [`decode_texels`], which reports the error in its own words. Rows
+/// already handed over before such an error are to be discarded.
+///
+/// Each texel is handed over exactly once, but an interlaced image's rows
+/// come pass by pass (Adam7), not top to bottom: for what reads texels in
+/// any order (MAT-006's lowest and highest value). Nothing the size of the
+/// image is held: a 2048 px texture is not written into a 12-16 MB buffer
+/// (fresh pages the kernel zeroes) and read back.
+pub fn png_rows(bytes: &[u8], mut each: impl FnMut(RowLayout, &[u8])) -> Option<u64> {
+    if sniff(bytes) != Some(ImageFormat::Png) {
+        return None;
+    }
+    let limits = png::Limits { bytes: usize::try_from(MAX_DECODE_BYTES).unwrap_or(usize::MAX) };
+    let mut decoder = png::Decoder::new_with_limits(Cursor::new(bytes), limits);
+    decoder.set_ignore_text_chunk(false);
+    let header = decoder.read_header_info().ok()?;
+    let (width, height) = (header.width, header.height);
+    if width > MAX_DECODE_DIM || height > MAX_DECODE_DIM {
+        return None;
+    }
+    decoder.set_transformations(png::Transformations::EXPAND);
+    let mut reader = decoder.read_info().ok()?;
+    let (color, depth) = reader.output_color_type();
+    if depth != png::BitDepth::Eight {
+        return None;
+    }
+    let mut wide = Vec::new();
+    loop {
+        let row = match reader.next_row() {
+            Ok(Some(row)) => row,
+            Ok(None) => break,
+            Err(_) => return None,
+        };
+        let data = row.data();
+        match color {
+            png::ColorType::Rgb => each(RowLayout::Rgb, data),
+            png::ColorType::Rgba => each(RowLayout::Rgba, data),
+            png::ColorType::Grayscale | png::ColorType::GrayscaleAlpha => {
+                let grey_alpha = color == png::ColorType::GrayscaleAlpha;
+                let step = if grey_alpha { 2 } else { 1 };
+                wide.clear();
+                for t in data.chunks_exact(step) {
+                    wide.extend_from_slice(&[t[0], t[0], t[0], if grey_alpha { t[1] } else { u8::MAX }]);
+                }
+                each(RowLayout::Rgba, &wide);
+            }
+            // EXPAND leaves no palette indices.
+            png::ColorType::Indexed => return None,
+        }
+    }
+    Some(u64::from(width) * u64::from(height))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -258,5 +332,205 @@ mod tests {
     fn not_an_image() {
         assert!(read_header(b"hello world, not an image").is_err());
         assert!(read_header(b"\x89PNG\r\n\x1a\n").is_err());
+    }
+}
+
+/// PNG files for the tests of [`png_rows`] and of what reads it: every
+/// colour type and bit depth the `png` encoder writes, and Adam7-interlaced
+/// ones written by hand (the encoder writes none).
+#[cfg(test)]
+pub(crate) mod test_png {
+    /// A PNG of `color` at `depth` bits, its samples (packed as PNG packs
+    /// them, without filter bytes) from `next`; `plte` and `trns` chunks
+    /// where given.
+    pub fn encoded(
+        (w, h): (u32, u32),
+        color: png::ColorType,
+        depth: png::BitDepth,
+        plte: Option<&[u8]>,
+        trns: Option<&[u8]>,
+        mut next: impl FnMut() -> u8,
+    ) -> Vec<u8> {
+        let mut out = Vec::new();
+        let mut enc = png::Encoder::new(&mut out, w, h);
+        enc.set_color(color);
+        enc.set_depth(depth);
+        if let Some(p) = plte {
+            enc.set_palette(p.to_vec());
+        }
+        if let Some(t) = trns {
+            enc.set_trns(t.to_vec());
+        }
+        let row = (w as usize * color.samples() * depth as usize).div_ceil(8);
+        let data: Vec<u8> = (0..row * h as usize).map(|_| next()).collect();
+        let mut writer = enc.write_header().unwrap();
+        writer.write_image_data(&data).unwrap();
+        writer.finish().unwrap();
+        out
+    }
+
+    /// An Adam7-interlaced 8-bit PNG of `channels` samples a texel (1 grey,
+    /// 2 grey and alpha, 3 RGB, 4 RGBA), its samples in row-major order:
+    /// the passes' rows unfiltered, in stored deflate blocks.
+    pub fn interlaced((w, h): (u32, u32), channels: usize, samples: &[u8]) -> Vec<u8> {
+        const PASSES: [(u32, u32, u32, u32); 7] =
+            [(0, 0, 8, 8), (4, 0, 8, 8), (0, 4, 4, 8), (2, 0, 4, 4), (0, 2, 2, 4), (1, 0, 2, 2), (0, 1, 1, 2)];
+        let mut raw = Vec::new();
+        for (x0, y0, dx, dy) in PASSES {
+            if x0 >= w || y0 >= h {
+                continue;
+            }
+            for y in (y0..h).step_by(dy as usize) {
+                raw.push(0);
+                for x in (x0..w).step_by(dx as usize) {
+                    let at = (y * w + x) as usize * channels;
+                    raw.extend_from_slice(&samples[at..at + channels]);
+                }
+            }
+        }
+        // zlib: stored blocks, then the Adler-32 of the data.
+        let mut z = vec![0x78, 0x01];
+        let blocks: Vec<&[u8]> = raw.chunks(65_535).collect();
+        for (i, b) in blocks.iter().enumerate() {
+            z.push(u8::from(i + 1 == blocks.len()));
+            z.extend_from_slice(&(b.len() as u16).to_le_bytes());
+            z.extend_from_slice(&(!(b.len() as u16)).to_le_bytes());
+            z.extend_from_slice(b);
+        }
+        let (mut a, mut b) = (1u32, 0u32);
+        for &x in &raw {
+            a = (a + x as u32) % 65_521;
+            b = (b + a) % 65_521;
+        }
+        z.extend_from_slice(&((b << 16) | a).to_be_bytes());
+        let color = match channels {
+            1 => 0,
+            2 => 4,
+            3 => 2,
+            _ => 6,
+        };
+        let mut ihdr = Vec::new();
+        ihdr.extend_from_slice(&w.to_be_bytes());
+        ihdr.extend_from_slice(&h.to_be_bytes());
+        ihdr.extend_from_slice(&[8, color, 0, 0, 1]);
+        let mut out = b"\x89PNG\r\n\x1a\n".to_vec();
+        for (kind, data) in [(b"IHDR", ihdr), (b"IDAT", z), (b"IEND", Vec::new())] {
+            out.extend_from_slice(&(data.len() as u32).to_be_bytes());
+            let start = out.len();
+            out.extend_from_slice(kind);
+            out.extend_from_slice(&data);
+            let crc = crc32(&out[start..]);
+            out.extend_from_slice(&crc.to_be_bytes());
+        }
+        out
+    }
+
+    /// CRC-32 (ISO-HDLC), bit by bit.
+    fn crc32(bytes: &[u8]) -> u32 {
+        let mut c = !0u32;
+        for &b in bytes {
+            c ^= b as u32;
+            for _ in 0..8 {
+                c = if c & 1 == 1 { (c >> 1) ^ 0xEDB8_8320 } else { c >> 1 };
+            }
+        }
+        !c
+    }
+}
+
+#[cfg(test)]
+mod png_rows_tests {
+    use super::test_png::{encoded, interlaced};
+    use super::*;
+    use png::{BitDepth as B, ColorType as C};
+
+    /// The RGB8 or RGBA8 texels of [`decode_texels`]'s image, as MAT-006
+    /// reads them (RGB8 and RGBA8 as decoded, any other layout as RGBA8).
+    fn decoded(bytes: &[u8]) -> Result<(RowLayout, Vec<u8>), String> {
+        Ok(match decode_texels(bytes)? {
+            image::DynamicImage::ImageRgb8(b) => (RowLayout::Rgb, b.into_raw()),
+            image::DynamicImage::ImageRgba8(b) => (RowLayout::Rgba, b.into_raw()),
+            other => (RowLayout::Rgba, other.into_rgba8().into_raw()),
+        })
+    }
+
+    /// [`png_rows`]'s texels, each texel's bytes a vector, and the count it returned.
+    fn streamed(bytes: &[u8]) -> Option<(RowLayout, Vec<Vec<u8>>, u64)> {
+        let mut got = Vec::new();
+        let mut layout = None;
+        let count = png_rows(bytes, |l, row| {
+            assert!(layout.is_none_or(|seen| seen == l), "one layout per image");
+            layout = Some(l);
+            let n = if l == RowLayout::Rgb { 3 } else { 4 };
+            assert_eq!(row.len() % n, 0);
+            got.extend(row.chunks_exact(n).map(<[u8]>::to_vec));
+        })?;
+        Some((layout.unwrap_or(RowLayout::Rgb), got, count))
+    }
+
+    fn texels(layout: RowLayout, raw: &[u8]) -> Vec<Vec<u8>> {
+        raw.chunks_exact(if layout == RowLayout::Rgb { 3 } else { 4 }).map(<[u8]>::to_vec).collect()
+    }
+
+    #[test]
+    fn rows_are_the_texels_image_decodes() {
+        let mut rng = crate::geom::testrng::XorShift::new(0x9e37_79b9_7f4a_7c15);
+        let mut byte = || (rng.next_u64() >> 24) as u8;
+        let palette: Vec<u8> = (0..16 * 3).map(|i| (i * 17) as u8).collect();
+        for (w, h) in [(1, 1), (5, 3), (17, 9), (64, 2)] {
+            let mut streamable = vec![
+                encoded((w, h), C::Rgb, B::Eight, None, None, &mut byte),
+                encoded((w, h), C::Rgba, B::Eight, None, None, &mut byte),
+                encoded((w, h), C::Grayscale, B::Eight, None, None, &mut byte),
+                encoded((w, h), C::GrayscaleAlpha, B::Eight, None, None, &mut byte),
+                // Bit depths under 8 and palettes, expanded; tRNS made alpha.
+                encoded((w, h), C::Grayscale, B::Two, None, None, &mut byte),
+                encoded((w, h), C::Grayscale, B::Four, None, Some(&[0, 5]), &mut byte),
+                encoded((w, h), C::Rgb, B::Eight, None, Some(&[0, 9, 0, 9, 0, 9]), || 9),
+                encoded((w, h), C::Indexed, B::Four, Some(&palette), None, || 0x3c),
+                encoded((w, h), C::Indexed, B::Eight, Some(&palette), Some(&[0, 128, 255]), || 1),
+            ];
+            let samples: Vec<u8> = (0..w * h * 4).map(|_| byte()).collect();
+            for channels in 1..=4 {
+                streamable.push(interlaced((w, h), channels, &samples[..(w * h) as usize * channels]));
+            }
+            for (case, bytes) in streamable.iter().enumerate() {
+                let (layout, raw) = decoded(bytes).unwrap();
+                let (got_layout, mut got, count) =
+                    streamed(bytes).unwrap_or_else(|| panic!("{w}x{h} case {case} was not streamed"));
+                let mut want = texels(layout, &raw);
+                assert_eq!((got_layout, count), (layout, u64::from(w * h)), "{w}x{h} case {case}");
+                // Interlaced rows come pass by pass: the same texels, in another order.
+                if case >= streamable.len() - 4 && (w, h) != (1, 1) {
+                    assert_ne!(got, want, "{w}x{h} case {case}: the passes should reorder the texels");
+                    got.sort();
+                    want.sort();
+                }
+                assert_eq!(got, want, "{w}x{h} case {case}");
+            }
+        }
+    }
+
+    #[test]
+    fn what_image_reads_differently_or_not_at_all_is_left_to_it() {
+        let mut n = 0u8;
+        let sixteen = encoded((4, 4), C::Rgba, B::Sixteen, None, None, || {
+            n = n.wrapping_add(37);
+            n
+        });
+        assert!(decoded(&sixteen).is_ok());
+        assert!(png_rows(&sixteen, |_, _| ()).is_none(), "16-bit channels are image's to narrow");
+        // Truncated in its image data: image's error, not a partial stream.
+        let whole = encoded((64, 64), C::Rgb, B::Eight, None, None, || 7);
+        let cut = &whole[..whole.len() - 30];
+        assert!(decoded(cut).is_err());
+        assert!(png_rows(cut, |_, _| ()).is_none());
+        // Over the side limit: the header says so before any texel.
+        let mut wide = encoded((1, 1), C::Rgb, B::Eight, None, None, || 0);
+        wide[16..20].copy_from_slice(&(MAX_DECODE_DIM + 1).to_be_bytes());
+        assert!(png_rows(&wide, |_, _| panic!("no row of an image too wide")).is_none());
+        assert!(decoded(&wide).is_err());
+        // Not a PNG.
+        assert!(png_rows(b"\xff\xd8\xff\xe0 a JPEG's start", |_, _| ()).is_none());
     }
 }

@@ -6,7 +6,7 @@ use super::{CheckDef, Family, Needs};
 use super::{CheckOutput, Comparison, Ctx, MAX_LOCATIONS, Obj, bytes_h, count, measured, over, short};
 use crate::asset::ImageRecord;
 use crate::asset::material::{texture_image, texture_slots};
-use crate::asset::texture::{ImageFormat, ImageHeader, decode_texels};
+use crate::asset::texture::{ImageFormat, ImageHeader, RowLayout, decode_texels, png_rows};
 use crate::profile::Param;
 use crate::report::Severity;
 use serde_json::{Value, json};
@@ -372,27 +372,79 @@ impl Texels {
         w as u64 * h as u64
     }
 
-    /// The lowest and highest HSV value of the texels with alpha above 0
-    /// (an RGB texel has alpha 255), each channel mapped through its factor
-    /// table; `None` when every texel is transparent.
-    fn value_range(&self, luts: &[[u8; 256]; 3]) -> Option<(u8, u8)> {
-        match self {
-            Texels::Rgb(b) => range_of::<3>(b.as_raw(), luts),
-            Texels::Rgba(b) => range_of::<4>(b.as_raw(), luts),
+    /// Feeds every texel to each of `ranges`.
+    fn feed(&self, ranges: &mut [Range]) {
+        for r in ranges {
+            match self {
+                Texels::Rgb(b) => r.feed::<3>(b.as_raw()),
+                Texels::Rgba(b) => r.feed::<4>(b.as_raw()),
+            }
         }
     }
 }
 
-/// [`Texels::value_range`] over texels of `N` bytes (RGB, or RGBA with alpha
-/// last). Factors of 1 (most materials) map every channel to itself, and
-/// the tables are then not read.
-fn range_of<const N: usize>(texels: &[u8], luts: &[[u8; 256]; 3]) -> Option<(u8, u8)> {
-    let identity = luts.iter().all(|l| l.iter().enumerate().all(|(i, &v)| v as usize == i));
-    match (identity, N) {
-        (true, 3) => rgb_range(texels, luts),
-        (true, _) => scan::<N, false>(texels, luts),
-        (false, _) => scan::<N, true>(texels, luts),
+/// The lowest and highest HSV value of an image's texels with alpha above
+/// 0 (an RGB texel has alpha 255) under one material's base-colour factor,
+/// each channel mapped through its factor table; fed the texels in any
+/// grouping (a whole image, or rows in any order), since neither end
+/// depends on it. `None` while every texel fed was transparent.
+struct Range {
+    luts: [[u8; 256]; 3],
+    /// Every factor 1 (most materials): every channel maps to itself, and
+    /// the tables are then not read.
+    identity: bool,
+    found: Option<(u8, u8)>,
+}
+
+impl Range {
+    fn new(factor: [f64; 3]) -> Range {
+        let luts = factor.map(factor_lut);
+        let identity = luts.iter().all(|l| l.iter().enumerate().all(|(i, &v)| v as usize == i));
+        Range { luts, identity, found: None }
     }
+
+    /// Feeds texels of `N` bytes (RGB, or RGBA with alpha last).
+    fn feed<const N: usize>(&mut self, texels: &[u8]) {
+        let got = match (self.identity, N) {
+            (true, 3) => rgb_range(texels, &self.luts),
+            (true, _) => scan::<N, false>(texels, &self.luts),
+            (false, _) => scan::<N, true>(texels, &self.luts),
+        };
+        self.found = match (self.found, got) {
+            (Some((a, b)), Some((c, d))) => Some((a.min(c), b.max(d))),
+            (found, None) | (None, found) => found,
+        };
+    }
+}
+
+/// An image's texel count and its value range under each factor it was
+/// read with ([`ranges_of`]).
+type Measured = (u64, Vec<Option<(u8, u8)>>);
+
+/// An image's texel count and its value range under each of `factors`
+/// ([`Range`]). A PNG is read a row at a time ([`png_rows`]); any other
+/// image, or a PNG that cannot be read so, is decoded whole
+/// ([`decode_texels`]), which also words its errors.
+fn ranges_of(bytes: &[u8], factors: &[[f64; 3]]) -> Result<Measured, String> {
+    let fresh = || factors.iter().map(|&f| Range::new(f)).collect::<Vec<Range>>();
+    let found = |ranges: Vec<Range>| ranges.into_iter().map(|r| r.found).collect();
+    let mut ranges = fresh();
+    let streamed = png_rows(bytes, |layout, row| {
+        for r in ranges.iter_mut() {
+            match layout {
+                RowLayout::Rgb => r.feed::<3>(row),
+                RowLayout::Rgba => r.feed::<4>(row),
+            }
+        }
+    });
+    if let Some(count) = streamed {
+        return Ok((count, found(ranges)));
+    }
+    // What rows were fed before the stream failed is dropped with `ranges`.
+    let texels = Texels::of(decode_texels(bytes)?);
+    let mut ranges = fresh();
+    texels.feed(&mut ranges);
+    Ok((texels.count(), found(ranges)))
 }
 
 /// [`scan`] of RGB texels with every factor 1, 16 texels (48 bytes) at a
@@ -463,26 +515,31 @@ pub fn base_color_range(cx: &Ctx<'_>) -> CheckOutput {
     if mats.is_empty() {
         return CheckOutput::Skipped("no drawn primitive has a material of its own".into());
     }
-    // Each base-colour image decoded once, in parallel.
-    let wanted: BTreeSet<usize> = mats
-        .iter()
-        .filter_map(|&m| root.materials[m].pbr_metallic_roughness.base_color_texture.as_ref())
-        .filter_map(|t| decodable_image(root, t.index.value()))
-        .collect();
-    let decoded: BTreeMap<usize, Result<Texels, String>> = wanted
-        .into_par_iter()
-        .map(|i| {
+    // Each base-colour image read once, in parallel, under every factor
+    // that some material samples it with.
+    let factor = |m: usize| {
+        let f = root.materials[m].pbr_metallic_roughness.base_color_factor.0;
+        [f[0] as f64, f[1] as f64, f[2] as f64]
+    };
+    let same = |a: &[f64; 3], b: &[f64; 3]| a.iter().zip(b).all(|(x, y)| x.to_bits() == y.to_bits());
+    let mut wanted: BTreeMap<usize, Vec<[f64; 3]>> = BTreeMap::new();
+    for &m in &mats {
+        let Some(t) = root.materials[m].pbr_metallic_roughness.base_color_texture.as_ref() else { continue };
+        if let Some(i) = decodable_image(root, t.index.value()) {
+            let factors = wanted.entry(i).or_default();
+            if !factors.iter().any(|f| same(f, &factor(m))) {
+                factors.push(factor(m));
+            }
+        }
+    }
+    let decoded: BTreeMap<usize, Result<Measured, String>> = wanted
+        .par_iter()
+        .map(|(&i, factors)| {
             let bytes = cx.asset.image_data.get(i).and_then(|b| b.as_deref());
-            (
-                i,
-                bytes
-                    .ok_or_else(|| "the image could not be loaded".to_string())
-                    .and_then(decode_texels)
-                    .map(Texels::of),
-            )
+            (i, bytes.ok_or_else(|| "the image could not be loaded".to_string()).and_then(|b| ranges_of(b, factors)))
         })
         .collect();
-    let texels: u64 = decoded.values().flatten().map(Texels::count).sum();
+    let texels: u64 = decoded.values().flatten().map(|(count, _)| count).sum();
     let (mut lo, mut hi) = (None::<u8>, None::<u8>);
     let mut rows = Vec::new();
     let mut unmeasured = Vec::new();
@@ -503,9 +560,9 @@ pub fn base_color_range(cx: &Ctx<'_>) -> CheckOutput {
                     unmeasured.push(json!({"material": m, "reason": format!("/images/{i}: {why}")}));
                     None
                 }
-                Some((i, Ok(img))) => {
-                    let luts = [factor_lut(f[0] as f64), factor_lut(f[1] as f64), factor_lut(f[2] as f64)];
-                    img.value_range(&luts).map(|r| (Some(i), r))
+                Some((i, Ok((_, found)))) => {
+                    let k = wanted[&i].iter().position(|g| same(g, &factor(m))).expect("each factor was read");
+                    found[k].map(|r| (Some(i), r))
                 }
             },
         };
@@ -716,12 +773,55 @@ mod tests {
             let f = factors[case as usize % factors.len()];
             let luts = [factor_lut(f[0]), factor_lut(f[1]), factor_lut(f[2])];
             for img in &images {
-                let got = Texels::of(img.clone()).value_range(&luts);
-                assert_eq!(got, reference(img, &luts), "case {case}, {:?}", img.color());
+                let texels = Texels::of(img.clone());
+                let mut whole = [Range::new(f)];
+                texels.feed(&mut whole);
+                assert_eq!(whole[0].found, reference(img, &luts), "case {case}, {:?}", img.color());
+                // Row by row, last row first: the same range.
+                let (raw, n) = match &texels {
+                    Texels::Rgb(b) => (b.as_raw(), 3),
+                    Texels::Rgba(b) => (b.as_raw(), 4),
+                };
+                let mut rows = Range::new(f);
+                for row in raw.chunks(w as usize * n).rev() {
+                    if n == 3 { rows.feed::<3>(row) } else { rows.feed::<4>(row) }
+                }
+                assert_eq!(rows.found, whole[0].found, "case {case}, {:?}, by rows", img.color());
             }
         }
         // No texels at all.
         let empty = Texels::of(D::ImageRgb8(image::RgbImage::new(0, 0)));
-        assert_eq!((empty.value_range(&[factor_lut(1.0); 3]), empty.count()), (None, 0));
+        let mut none = [Range::new([1.0; 3])];
+        empty.feed(&mut none);
+        assert_eq!((none[0].found, empty.count()), (None, 0));
+    }
+
+    #[test]
+    fn a_png_read_by_rows_has_the_ranges_of_the_decoded_image() {
+        use crate::asset::texture::test_png::{encoded, interlaced};
+        use png::{BitDepth as B, ColorType as C};
+        let mut rng = crate::geom::testrng::XorShift::new(0x0bad_cafe_f00d_0006);
+        let mut byte = || (rng.next_u64() >> 24) as u8;
+        // Two factors at once, one of them the identity.
+        let factors = [[1.0, 1.0, 1.0], [0.5, 0.9, 1.0]];
+        let samples: Vec<u8> = (0..40 * 13 * 4).map(|_| byte()).collect();
+        let palette: Vec<u8> = (0..256 * 3).map(|i| (i * 7) as u8).collect();
+        let pngs = [
+            encoded((40, 13), C::Rgb, B::Eight, None, None, &mut byte),
+            encoded((40, 13), C::Rgba, B::Eight, None, None, &mut byte),
+            encoded((40, 13), C::GrayscaleAlpha, B::Eight, None, None, &mut byte),
+            encoded((40, 13), C::Indexed, B::Eight, Some(&palette), Some(&[255, 0, 30]), &mut byte),
+            encoded((40, 13), C::Rgb, B::Sixteen, None, None, &mut byte),
+            interlaced((40, 13), 3, &samples[..40 * 13 * 3]),
+            interlaced((40, 13), 4, &samples),
+        ];
+        for (case, bytes) in pngs.iter().enumerate() {
+            let img = decode_texels(bytes).unwrap();
+            let want: Vec<Option<(u8, u8)>> = factors.iter().map(|f| reference(&img, &f.map(factor_lut))).collect();
+            assert_eq!(ranges_of(bytes, &factors), Ok((40 * 13, want)), "case {case}");
+        }
+        // An image that cannot be decoded: decode_texels's words.
+        let cut = &pngs[0][..pngs[0].len() - 20];
+        assert_eq!(ranges_of(cut, &factors).map(|_| ()), decode_texels(cut).map(|_| ()));
     }
 }
