@@ -61,12 +61,12 @@ pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
 /// compiled by the optimizing compiler (TurboFan) after four times as much
 /// interpreted work. The validator is one large generated script; with the
 /// default budget Node compiled 254 of its functions in a run over 1,000
-/// small files, about 0.8 s of compiler time (`--trace-opt`), which was a
-/// third of Node's CPU there. With four times the budget fewer functions
-/// are compiled, the ones that stay hot. Over those files the bare
-/// validator's CPU went from 1.43-1.44 to 1.17-1.21 s, over the shared
-/// assets' folder from 0.98 to 0.82 s; meshcheck's run over the small files
-/// from 1.34 to 1.175 s (CPU 2.38 -> 2.07 s). On the large spheres (hot
+/// small files, 833 ms of compiler time (`--trace-opt`), a third of
+/// Node's CPU there; with four times the budget, 115 in 271 ms, the ones
+/// that stay hot. Over those files the bare validator's CPU went from
+/// 1.43-1.44 to 1.17-1.21 s, over the shared assets' folder from 0.98 to
+/// 0.82 s; meshcheck's run over the small files from 1.34 to 1.175 s (CPU
+/// 2.38 -> 2.07 s). On the large spheres (hot
 /// loops, compiled early either way) nothing changed (BENCHMARKS.md,
 /// "Seventeenth step"). What V8 compiles changes, not what the script
 /// computes: the reports are the same.
