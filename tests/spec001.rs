@@ -432,9 +432,43 @@ fn node_runs_with_the_drivers_options() {
     let v = Validator::global().unwrap();
     let hello = v.ready().unwrap();
     assert_eq!(hello.node_flags, meshcheck::validator::NODE_FLAGS);
-    for flag in ["--single-threaded-gc", "--interrupt-budget=270336"] {
-        assert!(hello.node_flags.iter().any(|f| f == flag), "{flag}: {:?}", hello.node_flags);
-    }
+    assert!(hello.node_flags.iter().any(|f| f == "--single-threaded-gc"), "{:?}", hello.node_flags);
+    assert_eq!(hello.v8_flags, meshcheck::validator::V8_FLAGS);
+    assert!(hello.v8_flags.iter().any(|f| f == "--interrupt-budget=270336"), "{:?}", hello.v8_flags);
+}
+
+#[test]
+fn a_v8_option_that_node_does_not_know_does_not_stop_the_driver() {
+    use std::io::Read;
+    // The driver run as meshcheck runs it, with an option no V8 has before
+    // the real one: it still says ready, listing both.
+    let install = meshcheck::validator::locate().unwrap();
+    let mut child = std::process::Command::new(&install.node)
+        .args(meshcheck::validator::NODE_FLAGS)
+        .arg("-e")
+        .arg(meshcheck::validator::DRIVER_JS)
+        .env("MESHCHECK_VALIDATOR_PKG", &install.package)
+        .env("MESHCHECK_V8_FLAGS", "--no-such-v8-option-here --interrupt-budget=270336")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut out = child.stdout.take().unwrap();
+    let mut head = [0u8; 8];
+    out.read_exact(&mut head).unwrap();
+    let json_len = u32::from_le_bytes(head[4..8].try_into().unwrap()) as usize;
+    let mut json = vec![0u8; json_len];
+    out.read_exact(&mut json).unwrap();
+    let ready: Value = serde_json::from_slice(&json).unwrap();
+    assert_eq!(ready["type"], "ready", "{ready}");
+    assert_eq!(ready["v8_flags"], serde_json::json!(["--no-such-v8-option-here", "--interrupt-budget=270336"]));
+    // V8 said so on stderr, which meshcheck discards.
+    drop(child.stdin.take());
+    let mut err = String::new();
+    child.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+    let _ = child.wait();
+    assert!(err.contains("no-such-v8-option-here"), "{err}");
 }
 
 /// The members of a shared zip bundle, by name.

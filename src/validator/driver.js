@@ -11,8 +11,9 @@
 //               {type:"bytes", id} + the asset bytes, when asked for them;
 //               {type:"resource", req, found, reason?, path?, size?} + the
 //               resource bytes (none when `path` names the file to read).
-// Node -> Rust: {type:"ready", version, supported, flags} (flags: the
-//               Node options it was started with, from process.execArgv);
+// Node -> Rust: {type:"ready", version, supported, flags, v8_flags} (flags:
+//               the Node options it was started with, from process.execArgv;
+//               v8_flags: those it set itself, from MESHCHECK_V8_FLAGS);
 //               {type:"started", id} as a validation begins (they run one at
 //               a time, in the order sent; later ones wait in the queue);
 //               {type:"bytes", id, reason} when `path` could not be read as
@@ -33,6 +34,12 @@ console.log = log;
 console.info = log;
 console.warn = log;
 console.debug = log;
+
+// V8 options from meshcheck (validator::V8_FLAGS), set before the validator
+// is loaded. Here, unlike on Node's command line, an option this V8 does not
+// know costs an error line on stderr, not the start.
+const v8Flags = (process.env.MESHCHECK_V8_FLAGS || '').split(' ').filter(Boolean);
+for (const flag of v8Flags) require('v8').setFlagsFromString(flag);
 
 const fs = require('fs');
 const pkg = process.env.MESHCHECK_VALIDATOR_PKG;
@@ -243,4 +250,4 @@ process.stdin.on('end', () => process.exit(0));
 // The Node options: execArgv up to `-e`, which is followed by this script.
 const dashE = process.execArgv.indexOf('-e');
 const flags = dashE < 0 ? process.execArgv : process.execArgv.slice(0, dashE);
-send({ type: 'ready', version: validator.version(), supported, flags });
+send({ type: 'ready', version: validator.version(), supported, flags, v8_flags: v8Flags });

@@ -56,6 +56,14 @@ pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
 /// about 5 % (BENCHMARKS.md, "Sixteenth step"). The findings are the validator's
 /// either way: the option changes when memory is collected, not what the
 /// validator computes.
+pub const NODE_FLAGS: &[&str] = &["--single-threaded-gc"];
+/// V8 options the driver sets as it starts (`v8.setFlagsFromString`, before
+/// it loads the validator), rather than on Node's command line, where a
+/// Node whose V8 no longer knew one would refuse to start and SPEC-001
+/// would fail on every file; at run time V8 only prints an error (to the
+/// driver's stderr, which meshcheck discards) and runs on without it. They
+/// reach the driver in `MESHCHECK_V8_FLAGS`, and the ready frame lists them
+/// ([`Hello::v8_flags`]).
 ///
 /// `--interrupt-budget=270336` (four times V8's default): a function is
 /// compiled by the optimizing compiler (TurboFan) after four times as much
@@ -66,11 +74,12 @@ pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
 /// that stay hot. Over those files the bare validator's CPU went from
 /// 1.43-1.44 to 1.17-1.21 s, over the shared assets' folder from 0.98 to
 /// 0.82 s; meshcheck's run over the small files from 1.34 to 1.175 s (CPU
-/// 2.38 -> 2.07 s). On the large spheres (hot
-/// loops, compiled early either way) nothing changed (BENCHMARKS.md,
-/// "Seventeenth step"). What V8 compiles changes, not what the script
-/// computes: the reports are the same.
-pub const NODE_FLAGS: &[&str] = &["--single-threaded-gc", "--interrupt-budget=270336"];
+/// 2.38 -> 2.07 s). On the large spheres (hot loops, compiled early either
+/// way) nothing changed (BENCHMARKS.md, "Seventeenth step"). What V8
+/// compiles changes, not what the script computes: the reports are the
+/// same. Set at run time it has the same effect (the same 115 functions
+/// compiled).
+pub const V8_FLAGS: &[&str] = &["--interrupt-budget=270336"];
 /// Largest frame accepted from the driver.
 const MAX_FRAME: u32 = 256 << 20;
 /// How long a Node process may take to load the validator and say it is ready.
@@ -215,6 +224,9 @@ pub struct Hello {
     /// The Node options the process runs with (`process.execArgv`):
     /// [`NODE_FLAGS`], unless Node dropped one.
     pub node_flags: Vec<String>,
+    /// The V8 options the driver set as it started ([`V8_FLAGS`]; one its
+    /// V8 does not know is listed too, and ignored).
+    pub v8_flags: Vec<String>,
 }
 
 impl Hello {
@@ -223,6 +235,7 @@ impl Hello {
             version: header["version"].as_str().unwrap_or("unknown").to_string(),
             supported: strings(&header["supported"]),
             node_flags: strings(&header["flags"]),
+            v8_flags: strings(&header["v8_flags"]),
         }
     }
 }
@@ -392,6 +405,7 @@ impl Process {
             .arg("-e")
             .arg(DRIVER_JS)
             .env("MESHCHECK_VALIDATOR_PKG", &install.package)
+            .env("MESHCHECK_V8_FLAGS", V8_FLAGS.join(" "))
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
