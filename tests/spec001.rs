@@ -443,17 +443,13 @@ fn a_v8_option_that_node_does_not_know_does_not_stop_the_driver() {
     // The driver run as meshcheck runs it, with an option no V8 has before
     // the real one: it still says ready, listing both.
     let install = meshcheck::validator::locate().unwrap();
-    let mut child = std::process::Command::new(&install.node)
-        .args(meshcheck::validator::NODE_FLAGS)
-        .arg("-e")
-        .arg(meshcheck::validator::DRIVER_JS)
-        .env("MESHCHECK_VALIDATOR_PKG", &install.package)
-        .env("MESHCHECK_V8_FLAGS", "--no-such-v8-option-here --interrupt-budget=270336")
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child =
+        meshcheck::validator::driver_command(&install, &["--no-such-v8-option-here", "--interrupt-budget=270336"])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
     let mut out = child.stdout.take().unwrap();
     let mut head = [0u8; 8];
     out.read_exact(&mut head).unwrap();

@@ -521,17 +521,23 @@ pub fn base_color_range(cx: &Ctx<'_>) -> CheckOutput {
         let f = root.materials[m].pbr_metallic_roughness.base_color_factor.0;
         [f[0] as f64, f[1] as f64, f[2] as f64]
     };
-    let same = |a: &[f64; 3], b: &[f64; 3]| a.iter().zip(b).all(|(x, y)| x.to_bits() == y.to_bits());
+    // Per image its factors; per material of `mats` with a decodable
+    // base-colour image, that image and the place of its factor there.
     let mut wanted: BTreeMap<usize, Vec<[f64; 3]>> = BTreeMap::new();
-    for &m in &mats {
-        let Some(t) = root.materials[m].pbr_metallic_roughness.base_color_texture.as_ref() else { continue };
-        if let Some(i) = decodable_image(root, t.index.value()) {
-            let factors = wanted.entry(i).or_default();
-            if !factors.iter().any(|f| same(f, &factor(m))) {
-                factors.push(factor(m));
-            }
-        }
-    }
+    let slots: Vec<Option<(usize, usize)>> = mats
+        .iter()
+        .map(|&m| {
+            let t = root.materials[m].pbr_metallic_roughness.base_color_texture.as_ref()?;
+            let i = decodable_image(root, t.index.value())?;
+            let (f, factors) = (factor(m), wanted.entry(i).or_default());
+            let bits = |g: &[f64; 3]| g.map(f64::to_bits);
+            let k = factors.iter().position(|g| bits(g) == bits(&f)).unwrap_or_else(|| {
+                factors.push(f);
+                factors.len() - 1
+            });
+            Some((i, k))
+        })
+        .collect();
     let decoded: BTreeMap<usize, Result<Measured, String>> = wanted
         .par_iter()
         .map(|(&i, factors)| {
@@ -543,7 +549,7 @@ pub fn base_color_range(cx: &Ctx<'_>) -> CheckOutput {
     let (mut lo, mut hi) = (None::<u8>, None::<u8>);
     let mut rows = Vec::new();
     let mut unmeasured = Vec::new();
-    for &m in &mats {
+    for (&m, slot) in mats.iter().zip(&slots) {
         let pbr = &root.materials[m].pbr_metallic_roughness;
         let f = pbr.base_color_factor.0;
         let range = match &pbr.base_color_texture {
@@ -551,19 +557,16 @@ pub fn base_color_range(cx: &Ctx<'_>) -> CheckOutput {
                 let v = (0..3).map(|k| linear_to_srgb8(f[k] as f64)).max().unwrap_or(0);
                 Some((None, (v, v)))
             }
-            Some(t) => match decodable_image(root, t.index.value()).map(|i| (i, &decoded[&i])) {
+            Some(_) => match slot.map(|(i, k)| (i, k, &decoded[&i])) {
                 None => {
                     unmeasured.push(json!({"material": m, "reason": "the texture has no PNG, JPEG or WebP source"}));
                     None
                 }
-                Some((i, Err(why))) => {
+                Some((i, _, Err(why))) => {
                     unmeasured.push(json!({"material": m, "reason": format!("/images/{i}: {why}")}));
                     None
                 }
-                Some((i, Ok((_, found)))) => {
-                    let k = wanted[&i].iter().position(|g| same(g, &factor(m))).expect("each factor was read");
-                    found[k].map(|r| (Some(i), r))
-                }
+                Some((i, k, Ok((_, found)))) => found[k].map(|r| (Some(i), r)),
             },
         };
         if let Some((img, (a, b))) = range {

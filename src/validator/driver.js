@@ -38,8 +38,9 @@ console.debug = log;
 // V8 options from meshcheck (validator::V8_FLAGS), set before the validator
 // is loaded. Here, unlike on Node's command line, an option this V8 does not
 // know costs an error line on stderr, not the start.
+const v8 = require('v8');
 const v8Flags = (process.env.MESHCHECK_V8_FLAGS || '').split(' ').filter(Boolean);
-for (const flag of v8Flags) require('v8').setFlagsFromString(flag);
+for (const flag of v8Flags) v8.setFlagsFromString(flag);
 
 const fs = require('fs');
 const pkg = process.env.MESHCHECK_VALIDATOR_PKG;

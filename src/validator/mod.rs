@@ -375,6 +375,20 @@ impl Drop for Process {
     }
 }
 
+/// The command that starts a driver: Node with [`NODE_FLAGS`] running
+/// [`DRIVER_JS`] on `install`'s package, the driver to set `v8_flags`
+/// ([`V8_FLAGS`] for every process meshcheck starts; tests pass others).
+pub fn driver_command(install: &Install, v8_flags: &[&str]) -> Command {
+    let mut command = Command::new(&install.node);
+    command
+        .args(NODE_FLAGS)
+        .arg("-e")
+        .arg(DRIVER_JS)
+        .env("MESHCHECK_VALIDATOR_PKG", &install.package)
+        .env("MESHCHECK_V8_FLAGS", v8_flags.join(" "));
+    command
+}
+
 /// How one validation on a shared process ended.
 enum Attempt {
     /// Its outcome.
@@ -400,12 +414,7 @@ impl Process {
     /// handshake, which also goes to `hello` when given (the pool's first
     /// process), or why there was none.
     fn spawn(install: &Install, hello: Option<SyncSender<std::result::Result<Hello, String>>>) -> Result<Process> {
-        let mut child = Command::new(&install.node)
-            .args(NODE_FLAGS)
-            .arg("-e")
-            .arg(DRIVER_JS)
-            .env("MESHCHECK_VALIDATOR_PKG", &install.package)
-            .env("MESHCHECK_V8_FLAGS", V8_FLAGS.join(" "))
+        let mut child = driver_command(install, V8_FLAGS)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
