@@ -419,22 +419,10 @@ pub(crate) mod test_png {
             let start = out.len();
             out.extend_from_slice(kind);
             out.extend_from_slice(&data);
-            let crc = crc32(&out[start..]);
+            let crc = crc32fast::hash(&out[start..]);
             out.extend_from_slice(&crc.to_be_bytes());
         }
         out
-    }
-
-    /// CRC-32 (ISO-HDLC), bit by bit.
-    fn crc32(bytes: &[u8]) -> u32 {
-        let mut c = !0u32;
-        for &b in bytes {
-            c ^= b as u32;
-            for _ in 0..8 {
-                c = if c & 1 == 1 { (c >> 1) ^ 0xEDB8_8320 } else { c >> 1 };
-            }
-        }
-        !c
     }
 }
 
