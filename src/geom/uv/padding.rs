@@ -6,7 +6,7 @@
 use super::islands::uv_islands;
 use super::layout::UvMesh;
 use super::raster::{
-    Coverage, RASTER_WORK_BUDGET, RasterPlan, TriangleCounts, for_each_inside, raster_at, rasterise, setup, spans,
+    Coverage, RASTER_WORK_BUDGET, RasterPlan, any_inside, for_each_inside, raster_at, rasterise, setup, spans,
 };
 
 /// Widest search radius of the island-gap measurement, in raster texels.
@@ -33,8 +33,6 @@ pub struct PaddingStats {
     /// Distinct pairs of neighbouring islands whose gap is below the
     /// minimum asked for.
     pub close_pairs: u64,
-    /// What happened to the triangles.
-    pub triangles: TriangleCounts,
     /// Per mesh, in input order: whether it has a triangle in an island of a close pair.
     pub close_meshes: Vec<bool>,
 }
@@ -77,15 +75,14 @@ fn padding_of(
     let apart = (shortcut && (2..=MAX_BOXED as u32).contains(&islands.count))
         .then(|| far_apart(meshes, &islands, at_full, search_radius(search_px, at_full)))
         .flatten();
-    let Found { plan, counts, owner, pairs, min_gap } = if let Some((owner, counts)) = apart {
+    let Found { plan, owner, pairs, min_gap } = if let Some(owner) = apart {
         // No two islands can meet within the search radius: nothing to raster.
-        Found { plan: at_full, counts, owner, pairs: Pairs::new(), min_gap: None }
+        Found { plan: at_full, owner, pairs: Pairs::new(), min_gap: None }
     } else if islands.count < 2 {
-        // One island has no neighbour: count, do not rasterise.
-        let counts =
-            for_each_inside(meshes, at_full, f64::INFINITY, |_, _, _| {}).map_or_else(TriangleCounts::default, |c| c.0);
-        let owner = if counts.rasterised > 0 { vec![0] } else { Vec::new() };
-        Found { plan: at_full, counts, owner, pairs: Pairs::new(), min_gap: None }
+        // One island has no neighbour: it is counted when it reaches into
+        // the tile, and nothing is rasterised.
+        let owner = if any_inside(meshes, at_full) { vec![0] } else { Vec::new() };
+        Found { plan: at_full, owner, pairs: Pairs::new(), min_gap: None }
     } else if islands.count <= u8::MAX as u32 {
         raster_gaps::<u8>(meshes, &islands, width, height, search_px, &too_close)
     } else if islands.count <= u16::MAX as u32 {
@@ -121,7 +118,6 @@ fn padding_of(
         searched_px: radius as f64 / plan.scale,
         min_gap_px,
         close_pairs: pairs.len() as u64,
-        triangles: counts,
         close_meshes,
     }
 }
@@ -130,8 +126,6 @@ fn padding_of(
 struct Found {
     /// The raster measured on.
     plan: RasterPlan,
-    /// What happened to the triangles.
-    counts: TriangleCounts,
     /// Island of each label - 1.
     owner: Vec<u32>,
     /// Island label pairs found too close.
@@ -178,7 +172,7 @@ fn raster_gaps<L: Label>(
     search_px: f64,
     too_close: &impl Fn(u32, RasterPlan) -> bool,
 ) -> Found {
-    let (st, plan, counts) = rasterise(
+    let (st, plan, _) = rasterise(
         meshes,
         width,
         height,
@@ -226,7 +220,7 @@ fn raster_gaps<L: Label>(
             }
         });
     }
-    Found { plan, counts, owner, pairs, min_gap }
+    Found { plan, owner, pairs, min_gap }
 }
 
 /// Runs a two-pass, 8-connected (chessboard) distance transform with
@@ -493,8 +487,8 @@ fn along_row<L: Label>(pass: Pass, cd: &mut [u8], cl: &mut [L], took: &[u8], x0:
 /// Most islands [`far_apart`] compares pair by pair.
 const MAX_BOXED: usize = 64;
 
-/// The islands in the tile, in the order the raster labels them, and the
-/// triangle counts, when every two islands' texel boxes lie more than twice
+/// The islands in the tile, in the order the raster labels them, when
+/// every two islands' texel boxes lie more than twice
 /// the search radius apart: no label travels further than the radius from
 /// its island, so two islands whose boxes have more than 2 x radius empty
 /// texels between them can never be found neighbours (nor share a texel),
@@ -508,11 +502,11 @@ fn far_apart(
     islands: &super::islands::Islands,
     plan: RasterPlan,
     radius: u8,
-) -> Option<(Vec<u32>, TriangleCounts)> {
+) -> Option<Vec<u32>> {
     let mut label_of = vec![0u32; islands.count as usize];
     let mut owner = Vec::new();
     let mut boxes: Vec<Option<[i64; 4]>> = Vec::new();
-    let (counts, _) = for_each_inside(meshes, plan, RASTER_WORK_BUDGET, |_, t, c| {
+    for_each_inside(meshes, plan, RASTER_WORK_BUDGET, |_, t, c| {
         let Some(&isl) = islands.island.get(t) else { return };
         let Some(known) = label_of.get_mut(isl as usize) else { return };
         if *known == 0 {
@@ -540,7 +534,7 @@ fn far_apart(
             }
         }
     }
-    Some((owner, counts))
+    Some(owner)
 }
 
 /// Texels [`gaps`] tests at once for a run where nothing can happen.
@@ -936,7 +930,7 @@ mod tests {
                 raster_gaps::<u16>(&m, &islands, side, side, search, &too_close),
                 raster_gaps::<u32>(&m, &islands, side, side, search, &too_close),
             ]
-            .map(|f| (f.plan, f.counts, f.min_gap, f.pairs.into_distinct(f.owner.len() + 1), f.owner));
+            .map(|f| (f.plan, f.min_gap, f.pairs.into_distinct(f.owner.len() + 1), f.owner));
             assert_eq!(a, c, "case {case}: 8- and 32-bit labels");
             assert_eq!(b, c, "case {case}: 16- and 32-bit labels");
         }
