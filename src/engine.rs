@@ -232,6 +232,10 @@ fn validate_source(
     let out = validate_loaded(input, origin, opts, gate, large);
     if large {
         release_free_memory();
+    } else {
+        // Only the block the allocator keeps (a no-op until a large
+        // input): malloc_trim walks every free block.
+        crate::memory::release_cached();
     }
     out
 }
@@ -450,7 +454,8 @@ fn run_checks_freeing(
 }
 
 /// Hands the pages of freed heap memory back to the system (glibc's
-/// `malloc_trim`): the first phase's arrays, freed in the middle of the
+/// `malloc_trim`, and the large block [`crate::memory`] keeps for reuse,
+/// unmapped): the first phase's arrays, freed in the middle of the
 /// heap, would otherwise stay resident while the mesh is built beside them
 /// (the 32 MB sphere's peak: 102-110 MB without, 99-102 MB with; five
 /// interleaved runs each, BENCHMARKS.md). Also called once an input over
@@ -458,6 +463,7 @@ fn run_checks_freeing(
 /// resident floor under the next input's peak (a server that had run a 32
 /// MB job idled 25 MB larger, not 42).
 fn release_free_memory() {
+    crate::memory::release_cached();
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     // SAFETY: malloc_trim only returns free pages to the system; it touches
     // no memory the program holds.
@@ -496,12 +502,19 @@ pub const STEADY_MMAP_THRESHOLD: usize = 4 << 20;
 /// there (BENCHMARKS.md, "Sixth step"). A user who sets the threshold
 /// (`MALLOC_MMAP_THRESHOLD_`, or `mmap_threshold` in `GLIBC_TUNABLES`)
 /// keeps it.
+///
+/// It also turns on [`crate::memory::reuse_large_blocks`]: from then on
+/// the blocks of [`crate::memory::LARGE_BYTES`] (the same 4 MiB) or more
+/// are mapped by meshcheck's allocator rather than glibc, and a freed one
+/// is kept for the next instead of being zeroed again by the kernel
+/// (BENCHMARKS.md, "Eighteenth step").
 pub fn steady_large_blocks() {
     // Once per process: every later large input would read the same
     // environment and set the same value.
     if STEADY.swap(true, std::sync::atomic::Ordering::Relaxed) {
         return;
     }
+    crate::memory::reuse_large_blocks();
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     {
         let chosen = std::env::var_os("MALLOC_MMAP_THRESHOLD_").is_some()
@@ -1085,19 +1098,9 @@ mod tests {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     #[test]
     fn blocks_past_the_steady_threshold_are_mapped_after_a_larger_one_is_freed() {
-        const NAME: &str = "engine::tests::blocks_past_the_steady_threshold_are_mapped_after_a_larger_one_is_freed";
-        if std::env::var_os("MESHCHECK_TEST_ALONE").is_none() {
-            let out = std::process::Command::new(std::env::current_exe().expect("the test binary"))
-                .args([NAME, "--exact", "--test-threads=1", "--nocapture"])
-                .env("MESHCHECK_TEST_ALONE", "1")
-                .output()
-                .expect("run the test binary");
-            let text = String::from_utf8_lossy(&out.stdout);
-            assert!(
-                out.status.success() && text.contains("1 passed"),
-                "{text}{}",
-                String::from_utf8_lossy(&out.stderr)
-            );
+        if !crate::memory::alone(
+            "engine::tests::blocks_past_the_steady_threshold_are_mapped_after_a_larger_one_is_freed",
+        ) {
             return;
         }
         super::steady_large_blocks();

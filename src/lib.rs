@@ -23,6 +23,7 @@ pub mod cli;
 pub mod engine;
 pub mod error;
 pub mod geom;
+pub mod memory;
 pub mod profile;
 #[cfg(feature = "render")]
 pub mod render;

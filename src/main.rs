@@ -30,63 +30,8 @@
 //! who sets the arena count (`MALLOC_ARENA_MAX`, or `arena_max` in
 //! `GLIBC_TUNABLES`) keeps it.
 
-use std::alloc::{GlobalAlloc, Layout, System};
-
-struct HugePageHint;
-
-/// Allocations at least this large get the hint.
-const HUGE_HINT_BYTES: usize = 4 << 20;
-
-#[cfg(target_os = "linux")]
-fn hint(ptr: *mut u8, size: usize) {
-    if ptr.is_null() || size < HUGE_HINT_BYTES {
-        return;
-    }
-    // madvise needs a page-aligned start; hint the whole pages inside the block.
-    const PAGE: usize = 4096;
-    let start = (ptr as usize).next_multiple_of(PAGE);
-    let end = (ptr as usize + size) & !(PAGE - 1);
-    if end > start {
-        // SAFETY: the range lies inside a block we were just given; the hint
-        // changes no contents and its failure is harmless.
-        unsafe {
-            libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_HUGEPAGE);
-        }
-    }
-}
-
-#[cfg(not(target_os = "linux"))]
-fn hint(_ptr: *mut u8, _size: usize) {}
-
-// SAFETY: every call forwards to the system allocator unchanged; the hint
-// only advises the kernel about pages of the block just returned.
-unsafe impl GlobalAlloc for HugePageHint {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        // SAFETY: forwarded with the caller's layout.
-        let p = unsafe { System.alloc(layout) };
-        hint(p, layout.size());
-        p
-    }
-    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        // SAFETY: forwarded with the caller's layout.
-        let p = unsafe { System.alloc_zeroed(layout) };
-        hint(p, layout.size());
-        p
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: forwarded with the caller's pointer and layout.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        // SAFETY: forwarded with the caller's arguments.
-        let p = unsafe { System.realloc(ptr, layout, new_size) };
-        hint(p, new_size);
-        p
-    }
-}
-
 #[global_allocator]
-static ALLOCATOR: HugePageHint = HugePageHint;
+static ALLOCATOR: meshcheck::memory::Allocator = meshcheck::memory::Allocator;
 
 /// Whether the user chose glibc's arena count in the environment.
 #[cfg(all(target_os = "linux", target_env = "gnu"))]

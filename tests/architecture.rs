@@ -26,6 +26,7 @@ const LAYERS: &[&[&str]] = &[
     &["store"],
     &["report"],
     &["error"],
+    &["memory"],
 ];
 
 /// One source file: its module path (`["asset", "scene"]`) and its text.

@@ -1,0 +1,532 @@
+//! The process's allocator ([`Allocator`], installed by the `meshcheck`
+//! binary): the system allocator, with two things added on Linux for large
+//! blocks (at least [`LARGE_BYTES`]: the vertex, index, edge and sample
+//! arrays of large meshes).
+//!
+//! 1. **Huge pages.** Every large block is marked for transparent huge
+//!    pages with `madvise(MADV_HUGEPAGE)`. Filling a fresh 100 MB array
+//!    otherwise takes 25,000 page faults; with 2 MiB pages it takes 50,
+//!    which cut the geometry pass on a 1M-triangle mesh by about a quarter
+//!    (BENCHMARKS.md). Where the kernel has huge pages off, the call does
+//!    nothing.
+//! 2. **Freed large blocks are reused, not handed back at once**, once the
+//!    process has asked for it ([`reuse_large_blocks`]: the engine does
+//!    before an input over 16 MiB, the service at start). From then on
+//!    every large block is a mapping of its own, made here rather than by
+//!    glibc. A freed one is kept ([`CACHED_SLOTS`], one) and serves the
+//!    next large request: in place when it is large enough, its tail
+//!    unmapped, or else grown with `mremap`. Its pages are already there,
+//!    so the kernel neither faults them in nor zeroes them again. A
+//!    1.3M-triangle check run maps about 310 MB of large blocks in all, for
+//!    a peak of about 95 MB, and the kernel's zeroing of fresh pages was
+//!    11-15 % of its CPU; keeping one block took 3-8 % off the large
+//!    spheres' check runs (BENCHMARKS.md, "Eighteenth step").
+//!
+//! **The peak.** A kept block's pages stay resident, while a live block's
+//! pages count only once written, so keeping can raise the peak: with
+//! eight blocks kept, s13's rose from 91-111 MB to 109-113. Hence one, and
+//! whenever a request needs pages the kept block cannot give (a larger
+//! block, a block grown in place), the kept block is grown into it or
+//! unmapped first. With one block kept the peaks of the scale benchmark's
+//! spheres (32 and 128 MB, CLI and service) and of s13 were those of
+//! glibc's blocks, within their run-to-run spread. The engine unmaps the
+//! kept block ([`release_cached`]) at the end of every input, and between
+//! a large mesh's phases, so none is held while the process idles.
+//!
+//! Which blocks are this module's own is recorded in a table of
+//! [`LIVE_SLOTS`] mappings, so that a large block glibc made before the
+//! switch (or once the table is full) is still freed by glibc.
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// Blocks at least this large are hinted for huge pages and, once
+/// [`reuse_large_blocks`] has run, mapped and reused here.
+pub const LARGE_BYTES: usize = 4 << 20;
+
+/// Freed large blocks kept for reuse, at most (see the module's header:
+/// more raised the peak).
+pub const CACHED_SLOTS: usize = 1;
+
+/// Large blocks of this module's own alive at once, at most; past that,
+/// a large request goes to glibc.
+pub const LIVE_SLOTS: usize = 1024;
+
+/// Whether large blocks are mapped and reused here ([`reuse_large_blocks`]).
+static REUSE: AtomicBool = AtomicBool::new(false);
+
+/// From now on, large blocks are mapped here and freed ones reused (see the
+/// module's header). For the rest of the process: the engine calls it
+/// before an input over 16 MiB, the service at start. Does nothing where
+/// [`Allocator`] is not the global allocator, or off Linux.
+pub fn reuse_large_blocks() {
+    // Off Linux every block is the system allocator's: nothing to switch.
+    if cfg!(target_os = "linux") {
+        REUSE.store(true, Ordering::Relaxed);
+    }
+}
+
+/// Whether [`reuse_large_blocks`] has run in this process.
+pub fn reusing_large_blocks() -> bool {
+    REUSE.load(Ordering::Relaxed)
+}
+
+/// Unmaps every kept block (see the module's header).
+pub fn release_cached() {
+    #[cfg(target_os = "linux")]
+    if reusing_large_blocks() {
+        lock().flush();
+    }
+}
+
+/// How many freed large blocks are kept now, and their bytes.
+#[cfg(test)]
+fn cached() -> (usize, usize) {
+    #[cfg(target_os = "linux")]
+    {
+        let b = lock();
+        let kept = b.cached.iter().filter(|c| c.0 != 0);
+        (kept.clone().count(), kept.map(|c| c.1).sum())
+    }
+    #[cfg(not(target_os = "linux"))]
+    (0, 0)
+}
+
+/// The allocator (see the module's header).
+pub struct Allocator;
+
+/// The page size the mappings are rounded to.
+const PAGE: usize = 4096;
+
+/// Whether a block of this layout is large.
+fn large(layout: Layout) -> bool {
+    layout.size() >= LARGE_BYTES && layout.align() <= PAGE
+}
+
+#[cfg(target_os = "linux")]
+fn hint(ptr: *mut u8, size: usize) {
+    if ptr.is_null() || size < LARGE_BYTES {
+        return;
+    }
+    // madvise needs a page-aligned start; hint the whole pages inside the block.
+    let start = (ptr as usize).next_multiple_of(PAGE);
+    let end = (ptr as usize + size) & !(PAGE - 1);
+    if end > start {
+        // SAFETY: the range lies inside a block we were just given; the hint
+        // changes no contents and its failure is harmless.
+        unsafe {
+            libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_HUGEPAGE);
+        }
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn hint(_ptr: *mut u8, _size: usize) {}
+
+/// The blocks of this module's own: those alive, and those kept. Each is
+/// `(address, mapped length)`; address 0 marks a free slot.
+#[cfg(target_os = "linux")]
+struct Blocks {
+    live: [(usize, usize); LIVE_SLOTS],
+    cached: [(usize, usize); CACHED_SLOTS],
+}
+
+#[cfg(target_os = "linux")]
+static BLOCKS: std::sync::Mutex<Blocks> =
+    std::sync::Mutex::new(Blocks { live: [(0, 0); LIVE_SLOTS], cached: [(0, 0); CACHED_SLOTS] });
+
+#[cfg(target_os = "linux")]
+fn lock() -> std::sync::MutexGuard<'static, Blocks> {
+    // Nothing panics while the lock is held; a poisoned lock's table is whole.
+    BLOCKS.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// `size` rounded up to whole pages; `None` past the address space.
+fn mapped_len(size: usize) -> Option<usize> {
+    size.checked_next_multiple_of(PAGE)
+}
+
+/// A fresh anonymous mapping of `len` bytes, hinted for huge pages; null
+/// when the system refuses it.
+#[cfg(target_os = "linux")]
+fn map(len: usize) -> *mut u8 {
+    // SAFETY: a new private anonymous mapping; it aliases nothing.
+    let p = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            len,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+            -1,
+            0,
+        )
+    };
+    if p == libc::MAP_FAILED {
+        return std::ptr::null_mut();
+    }
+    hint(p.cast(), len);
+    p.cast()
+}
+
+/// Unmaps `len` bytes at `addr` (a whole mapping of this module's, or its
+/// page-aligned tail).
+#[cfg(target_os = "linux")]
+fn unmap(addr: usize, len: usize) {
+    // SAFETY: the range is a mapping (or a mapping's tail) this module made
+    // and no longer hands out.
+    unsafe {
+        libc::munmap(addr as *mut libc::c_void, len);
+    }
+}
+
+/// The mapping at `addr` resized from `old` to `new` bytes, moved if need
+/// be; null when the system refuses (the old mapping is then untouched).
+#[cfg(target_os = "linux")]
+fn remap(addr: usize, old: usize, new: usize) -> *mut u8 {
+    // SAFETY: `addr` is a whole mapping of this module's, `old` its length;
+    // its contents move with it.
+    let p = unsafe { libc::mremap(addr as *mut libc::c_void, old, new, libc::MREMAP_MAYMOVE) };
+    if p == libc::MAP_FAILED {
+        return std::ptr::null_mut();
+    }
+    if new > old {
+        hint(p.cast(), new);
+    }
+    p.cast()
+}
+
+#[cfg(target_os = "linux")]
+impl Blocks {
+    /// Unmaps every kept block.
+    fn flush(&mut self) {
+        for slot in &mut self.cached {
+            if slot.0 != 0 {
+                unmap(slot.0, slot.1);
+                *slot = (0, 0);
+            }
+        }
+    }
+
+    fn has_room(&self) -> bool {
+        self.live.iter().any(|l| l.0 == 0)
+    }
+
+    fn record(&mut self, addr: usize, len: usize) {
+        if let Some(slot) = self.live.iter_mut().find(|l| l.0 == 0) {
+            *slot = (addr, len);
+        }
+    }
+
+    /// The mapped length of a live block of this module's at `addr`,
+    /// removed from the table; `None` when it is not one.
+    fn forget(&mut self, addr: usize) -> Option<usize> {
+        let slot = self.live.iter_mut().find(|l| l.0 == addr)?;
+        let len = slot.1;
+        *slot = (0, 0);
+        Some(len)
+    }
+
+    fn owns(&self, addr: usize) -> bool {
+        self.live.iter().any(|l| l.0 == addr)
+    }
+
+    /// A freed block: kept in a free slot, or unmapped when none is.
+    fn keep(&mut self, addr: usize, len: usize) {
+        match self.cached.iter_mut().find(|c| c.0 == 0) {
+            Some(slot) => *slot = (addr, len),
+            None => unmap(addr, len),
+        }
+    }
+
+    /// A block of `len` bytes: a kept one (the smallest large enough, its
+    /// tail unmapped; or the largest, grown, every other kept one unmapped
+    /// first), or a fresh mapping (every kept one unmapped first). Returns
+    /// the address and how many of its first bytes were in use before
+    /// (and so hold old contents); null when the system refuses.
+    fn take(&mut self, len: usize) -> (*mut u8, usize) {
+        let kept = |c: &&mut (usize, usize)| c.0 != 0;
+        if let Some(slot) = self.cached.iter_mut().filter(kept).filter(|c| c.1 >= len).min_by_key(|c| c.1) {
+            let (addr, have) = std::mem::take(slot);
+            if have > len {
+                unmap(addr + len, have - len);
+            }
+            return (addr as *mut u8, len);
+        }
+        let largest = self.cached.iter_mut().filter(kept).max_by_key(|c| c.1).map(std::mem::take);
+        self.flush();
+        match largest {
+            Some((addr, have)) => {
+                let p = remap(addr, have, len);
+                if p.is_null() {
+                    unmap(addr, have);
+                    (map(len), 0)
+                } else {
+                    (p, have)
+                }
+            }
+            None => (map(len), 0),
+        }
+    }
+}
+
+impl Allocator {
+    /// A large block of this module's own for `layout`, zeroed when asked;
+    /// `None` when blocks are not reused yet or the table is full (the
+    /// caller then asks glibc). A null inside is the system's refusal.
+    #[cfg(target_os = "linux")]
+    fn own(&self, layout: Layout, zeroed: bool) -> Option<*mut u8> {
+        if !large(layout) || !reusing_large_blocks() {
+            return None;
+        }
+        let len = mapped_len(layout.size())?;
+        let mut b = lock();
+        if !b.has_room() {
+            return None;
+        }
+        let (p, old) = b.take(len);
+        if !p.is_null() {
+            b.record(p as usize, len);
+        }
+        drop(b);
+        if zeroed && old > 0 && !p.is_null() {
+            // SAFETY: the first `old` bytes of the block just taken hold a
+            // freed block's contents; fresh pages are zero already.
+            unsafe { std::ptr::write_bytes(p, 0, old.min(layout.size())) };
+        }
+        Some(p)
+    }
+
+    #[cfg(not(target_os = "linux"))]
+    fn own(&self, _layout: Layout, _zeroed: bool) -> Option<*mut u8> {
+        None
+    }
+
+    /// Whether `ptr` (of `layout`) is a block of this module's own.
+    fn is_own(&self, ptr: *mut u8, layout: Layout) -> bool {
+        #[cfg(target_os = "linux")]
+        if large(layout) && reusing_large_blocks() {
+            return lock().owns(ptr as usize);
+        }
+        let _ = (ptr, layout);
+        false
+    }
+}
+
+// SAFETY: blocks are either the system allocator's, forwarded unchanged, or
+// whole anonymous mappings made here, recorded in the table while they are
+// handed out, so each is freed by whoever made it; a kept mapping is handed
+// out again only after it left the kept slots.
+unsafe impl GlobalAlloc for Allocator {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        if let Some(p) = self.own(layout, false) {
+            return p;
+        }
+        // SAFETY: forwarded with the caller's layout.
+        let p = unsafe { System.alloc(layout) };
+        hint(p, layout.size());
+        p
+    }
+
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        if let Some(p) = self.own(layout, true) {
+            return p;
+        }
+        // SAFETY: forwarded with the caller's layout.
+        let p = unsafe { System.alloc_zeroed(layout) };
+        hint(p, layout.size());
+        p
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        #[cfg(target_os = "linux")]
+        if large(layout) && reusing_large_blocks() {
+            let mut b = lock();
+            if let Some(len) = b.forget(ptr as usize) {
+                b.keep(ptr as usize, len);
+                return;
+            }
+        }
+        // SAFETY: not one of this module's blocks: the system allocator's,
+        // forwarded with the caller's pointer and layout.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        #[cfg(target_os = "linux")]
+        if self.is_own(ptr, layout) {
+            let new_layout = Layout::from_size_align(new_size, layout.align());
+            if let (Ok(new_layout), Some(new_len)) = (new_layout, mapped_len(new_size))
+                && large(new_layout)
+            {
+                let mut b = lock();
+                let Some(old_len) = b.forget(ptr as usize) else { return std::ptr::null_mut() };
+                if new_len > old_len {
+                    // New pages: nothing kept is held beside them.
+                    b.flush();
+                }
+                let p = if new_len == old_len { ptr } else { remap(ptr as usize, old_len, new_len) };
+                if p.is_null() {
+                    b.record(ptr as usize, old_len);
+                } else {
+                    b.record(p as usize, new_len);
+                }
+                return p;
+            }
+        }
+        let own_now = self.is_own(ptr, layout);
+        let moves =
+            own_now || (reusing_large_blocks() && Layout::from_size_align(new_size, layout.align()).is_ok_and(large));
+        if moves {
+            // Between this module and glibc: a new block, the contents
+            // copied, the old block freed by whoever made it.
+            let Ok(new_layout) = Layout::from_size_align(new_size, layout.align()) else {
+                return std::ptr::null_mut();
+            };
+            // SAFETY: a valid layout of non-zero size (the caller's contract).
+            let p = unsafe { self.alloc(new_layout) };
+            if !p.is_null() {
+                // SAFETY: both blocks hold at least the smaller size; they
+                // are distinct (the old one is still allocated).
+                unsafe {
+                    std::ptr::copy_nonoverlapping(ptr, p, layout.size().min(new_size));
+                    self.dealloc(ptr, layout);
+                }
+            }
+            return p;
+        }
+        // SAFETY: forwarded with the caller's arguments.
+        let p = unsafe { System.realloc(ptr, layout, new_size) };
+        hint(p, new_size);
+        p
+    }
+}
+
+/// Runs the test `name` (its path in this test binary) in a process of its
+/// own, and returns `true` there: for tests of process-wide allocator
+/// state, which other tests running beside them would disturb (a heap left
+/// with free chunks, kept blocks unmapped by an engine run). In the shared
+/// process it starts the other one, asserts that the test passed there,
+/// and returns `false`.
+#[cfg(test)]
+pub(crate) fn alone(name: &str) -> bool {
+    if std::env::var_os("MESHCHECK_TEST_ALONE").is_some() {
+        return true;
+    }
+    let out = std::process::Command::new(std::env::current_exe().expect("the test binary"))
+        .args([name, "--exact", "--test-threads=1", "--nocapture"])
+        .env("MESHCHECK_TEST_ALONE", "1")
+        .output()
+        .expect("run the test binary");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success() && text.contains("1 passed"), "{text}{}", String::from_utf8_lossy(&out.stderr));
+    false
+}
+
+#[cfg(all(test, target_os = "linux"))]
+mod tests {
+    use super::*;
+
+    const MIB: usize = 1 << 20;
+
+    fn layout(size: usize) -> Layout {
+        Layout::from_size_align(size, 8).unwrap()
+    }
+
+    /// Fills `len` bytes at `p` with a pattern of `seed`.
+    fn fill(p: *mut u8, len: usize, seed: u8) {
+        // SAFETY: the callers pass blocks of at least `len` bytes.
+        let s = unsafe { std::slice::from_raw_parts_mut(p, len) };
+        s.iter_mut().enumerate().for_each(|(i, b)| *b = (i as u8).wrapping_mul(31).wrapping_add(seed));
+    }
+
+    /// Whether `len` bytes at `p` hold [`fill`]'s pattern of `seed`.
+    fn holds(p: *const u8, len: usize, seed: u8) -> bool {
+        // SAFETY: as in `fill`.
+        let s = unsafe { std::slice::from_raw_parts(p, len) };
+        s.iter().enumerate().all(|(i, &b)| b == (i as u8).wrapping_mul(31).wrapping_add(seed))
+    }
+
+    fn zero(p: *const u8, len: usize) -> bool {
+        // SAFETY: as in `fill`.
+        unsafe { std::slice::from_raw_parts(p, len) }.iter().all(|&b| b == 0)
+    }
+
+    #[test]
+    fn freed_large_blocks_are_reused_whole_and_zeroed_when_asked() {
+        if !alone("memory::tests::freed_large_blocks_are_reused_whole_and_zeroed_when_asked") {
+            return;
+        }
+        let a = Allocator;
+        // SAFETY (every block below): allocated with the layout it is freed
+        // and reallocated with, and read within its size.
+        unsafe {
+            // Before the switch: glibc's, freed by glibc after it too, and
+            // moved (copied) into a block of this module's when grown.
+            let early = a.alloc(layout(5 * MIB));
+            let early_grown = a.alloc(layout(5 * MIB));
+            fill(early_grown, 5 * MIB, 9);
+            assert!(!a.is_own(early, layout(5 * MIB)));
+            reuse_large_blocks();
+            assert!(!a.is_own(early, layout(5 * MIB)), "a block glibc made stays glibc's");
+            a.dealloc(early, layout(5 * MIB));
+            assert_eq!(cached(), (0, 0));
+            let grown = a.realloc(early_grown, layout(5 * MIB), 7 * MIB);
+            assert!(a.is_own(grown, layout(7 * MIB)) && holds(grown, 5 * MIB, 9));
+            a.dealloc(grown, layout(7 * MIB));
+            assert_eq!(cached(), (1, 7 * MIB));
+            release_cached();
+            assert_eq!(cached(), (0, 0));
+
+            // A freed block serves the next request it can hold, in place,
+            // its tail handed back; zeroed when asked.
+            let first = a.alloc(layout(6 * MIB));
+            fill(first, 6 * MIB, 1);
+            a.dealloc(first, layout(6 * MIB));
+            assert_eq!(cached(), (1, 6 * MIB));
+            let second = a.alloc_zeroed(layout(5 * MIB + 3));
+            assert_eq!(second, first, "the kept block is reused");
+            assert!(zero(second, 5 * MIB + 3));
+            assert_eq!(cached(), (0, 0));
+            let third = a.alloc(layout(4 * MIB));
+            assert_ne!(third, second);
+            a.dealloc(third, layout(4 * MIB));
+            // Grown, shrunk, and moved to glibc: the contents go along.
+            fill(second, 5 * MIB + 3, 2);
+            let grown = a.realloc(second, layout(5 * MIB + 3), 11 * MIB);
+            assert_eq!(cached(), (0, 0), "new pages: nothing kept beside them");
+            assert!(holds(grown, 5 * MIB + 3, 2));
+            let shrunk = a.realloc(grown, layout(11 * MIB), 4 * MIB + 1);
+            assert!(holds(shrunk, 4 * MIB + 1, 2) && a.is_own(shrunk, layout(4 * MIB + 1)));
+            let small = a.realloc(shrunk, layout(4 * MIB + 1), MIB);
+            assert!(holds(small, MIB, 2) && !a.is_own(small, layout(MIB)));
+            assert_eq!(cached().0, 1, "the block left behind is kept");
+            a.dealloc(small, layout(MIB));
+
+            // A request larger than the kept block grows it; what it held
+            // is zeroed when asked, the rest is fresh.
+            let kept = cached().1;
+            let big = a.alloc_zeroed(layout(kept + 3 * MIB));
+            assert!(zero(big, kept + 3 * MIB));
+            assert_eq!(cached(), (0, 0));
+            // One slot: a second freed block is unmapped, not kept.
+            let other = a.alloc(layout(4 * MIB));
+            a.dealloc(big, layout(kept + 3 * MIB));
+            a.dealloc(other, layout(4 * MIB));
+            assert_eq!(cached(), (1, kept + 3 * MIB));
+            release_cached();
+
+            // Past the table's room, large blocks are glibc's (mapped, not
+            // touched: virtual memory only).
+            let blocks: Vec<*mut u8> = (0..LIVE_SLOTS).map(|_| a.alloc(layout(4 * MIB))).collect();
+            assert!(blocks.iter().all(|&p| a.is_own(p, layout(4 * MIB))));
+            let past = a.alloc(layout(4 * MIB));
+            assert!(!past.is_null() && !a.is_own(past, layout(4 * MIB)));
+            a.dealloc(past, layout(4 * MIB));
+            for p in blocks {
+                a.dealloc(p, layout(4 * MIB));
+            }
+            release_cached();
+            assert_eq!(cached(), (0, 0));
+        }
+    }
+}
