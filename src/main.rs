@@ -28,37 +28,25 @@
 //! the same either way; the 128 MB sphere's rose by 10-15 MB, to 2.3 times
 //! its size (BENCHMARKS.md, "Sixteenth step"). A user
 //! who sets the arena count (`MALLOC_ARENA_MAX`, or `arena_max` in
-//! `GLIBC_TUNABLES`) keeps it.
+//! `GLIBC_TUNABLES`) keeps it. The choice is the library's
+//! (`memory::arena_count`, tested there); `main` applies it.
 
 #[global_allocator]
 static ALLOCATOR: meshcheck::memory::Allocator = meshcheck::memory::Allocator;
 
-/// Whether the user chose glibc's arena count in the environment.
-#[cfg(all(target_os = "linux", target_env = "gnu"))]
-fn arena_count_set() -> bool {
-    std::env::var_os("MALLOC_ARENA_MAX").is_some()
-        || std::env::var("GLIBC_TUNABLES").is_ok_and(|t| t.contains("glibc.malloc.arena_max"))
-}
-
-/// glibc's arena count for this process: one for the service, one per core
-/// for every other command (see the file's header).
-#[cfg(all(target_os = "linux", target_env = "gnu"))]
-fn arena_count() -> usize {
-    // The subcommand is the first argument (the CLI has no options before it).
-    if std::env::args_os().nth(1).is_some_and(|a| a == "serve") {
-        return 1;
-    }
-    std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get)
-}
-
 fn main() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    if !arena_count_set() {
-        // SAFETY: mallopt only sets an allocator parameter; called before
-        // any other thread starts (glibc reads the limit when a second
-        // thread first needs an arena).
-        unsafe {
-            libc::mallopt(libc::M_ARENA_MAX, arena_count().min(libc::c_int::MAX as usize) as libc::c_int);
+    {
+        let cores = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
+        let first = std::env::args_os().nth(1);
+        let chosen = meshcheck::memory::arena_count_chosen(|name| std::env::var_os(name));
+        if let Some(arenas) = meshcheck::memory::arena_count(first.as_deref(), chosen, cores) {
+            // SAFETY: mallopt only sets an allocator parameter; called before
+            // any other thread starts (glibc reads the limit when a second
+            // thread first needs an arena).
+            unsafe {
+                libc::mallopt(libc::M_ARENA_MAX, arenas.min(libc::c_int::MAX as usize) as libc::c_int);
+            }
         }
     }
     std::process::exit(meshcheck::cli::main());

@@ -33,6 +33,10 @@
 //! kept block ([`release_cached`]) at the end of every input, and between
 //! a large mesh's phases, so none is held while the process idles.
 //!
+//! It also decides glibc's arena count for the binary ([`arena_count`]:
+//! one for the service, one per core otherwise; main.rs's header has the
+//! figures), which `main` applies before any thread starts.
+//!
 //! Which blocks are this module's own is recorded in a table of
 //! [`LIVE_SLOTS`] mappings, so that a large block glibc made before the
 //! switch (or once the table is full) is still freed by glibc.
@@ -401,6 +405,28 @@ unsafe impl GlobalAlloc for Allocator {
     }
 }
 
+/// Whether the user chose glibc's arena count in the environment
+/// (`MALLOC_ARENA_MAX`, or `glibc.malloc.arena_max` in `GLIBC_TUNABLES`),
+/// read through `var`; the binary then leaves it.
+pub fn arena_count_chosen(var: impl Fn(&str) -> Option<std::ffi::OsString>) -> bool {
+    var("MALLOC_ARENA_MAX").is_some()
+        || var("GLIBC_TUNABLES").is_some_and(|t| t.to_string_lossy().contains("glibc.malloc.arena_max"))
+}
+
+/// glibc's arena count for the command whose first argument is `first`
+/// on `cores` cores: one for the service (`serve`: what a job freed on one
+/// thread could not be reused by the next job on another, and stayed
+/// resident in both), one per core for every other command (a single
+/// arena's lock queued the pool threads); `None` when the user `chose` it.
+/// The subcommand is the first argument: the CLI takes no option before
+/// it (`-h` and `-V` print and exit). main.rs's header has the figures.
+pub fn arena_count(first: Option<&std::ffi::OsStr>, chose: bool, cores: usize) -> Option<usize> {
+    if chose {
+        return None;
+    }
+    Some(if first.is_some_and(|a| a == "serve") { 1 } else { cores.max(1) })
+}
+
 /// Runs the test `name` (its path in this test binary) in a process of its
 /// own, and returns `true` there: for tests of process-wide allocator
 /// state, which other tests running beside them would disturb (a heap left
@@ -420,6 +446,40 @@ pub(crate) fn alone(name: &str) -> bool {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success() && text.contains("1 passed"), "{text}{}", String::from_utf8_lossy(&out.stderr));
     false
+}
+
+#[cfg(test)]
+mod arena_tests {
+    use super::*;
+    use std::ffi::{OsStr, OsString};
+
+    #[test]
+    fn the_service_gets_one_arena_every_other_command_one_a_core() {
+        let serve = Some(OsStr::new("serve"));
+        assert_eq!(arena_count(serve, false, 16), Some(1));
+        for other in ["validate", "mcp", "render", "help", "--serve", "serve2"] {
+            assert_eq!(arena_count(Some(OsStr::new(other)), false, 16), Some(16), "{other}");
+        }
+        assert_eq!(arena_count(None, false, 2), Some(2));
+        assert_eq!(arena_count(Some(OsStr::new("validate")), false, 0), Some(1));
+        // The user's choice stands, for the service too.
+        assert_eq!(arena_count(serve, true, 16), None);
+    }
+
+    #[test]
+    fn an_arena_count_in_the_environment_is_the_users_choice() {
+        let env = |pairs: &'static [(&'static str, &'static str)]| {
+            move |name: &str| pairs.iter().find(|(k, _)| *k == name).map(|(_, v)| OsString::from(v))
+        };
+        assert!(!arena_count_chosen(env(&[])));
+        assert!(arena_count_chosen(env(&[("MALLOC_ARENA_MAX", "4")])));
+        assert!(arena_count_chosen(env(&[(
+            "GLIBC_TUNABLES",
+            "glibc.malloc.trim_threshold=1:glibc.malloc.arena_max=2"
+        )])));
+        assert!(!arena_count_chosen(env(&[("GLIBC_TUNABLES", "glibc.malloc.mmap_threshold=4194304")])));
+        assert!(!arena_count_chosen(env(&[("MALLOC_TOP_PAD_", "1")])));
+    }
 }
 
 #[cfg(all(test, target_os = "linux"))]
