@@ -211,8 +211,9 @@ impl Blocks {
         }
     }
 
-    fn has_room(&self) -> bool {
-        self.live.iter().any(|l| l.0 == 0)
+    /// A free slot of the live table.
+    fn free_slot(&self) -> Option<usize> {
+        self.live.iter().position(|l| l.0 == 0)
     }
 
     fn record(&mut self, addr: usize, len: usize) {
@@ -284,12 +285,11 @@ impl Allocator {
         }
         let len = mapped_len(layout.size())?;
         let mut b = lock();
-        if !b.has_room() {
-            return None;
-        }
+        // The table is scanned once: the slot found is the one recorded.
+        let slot = b.free_slot()?;
         let (p, old) = b.take(len);
         if !p.is_null() {
-            b.record(p as usize, len);
+            b.live[slot] = (p as usize, len);
         }
         drop(b);
         if zeroed && old > 0 && !p.is_null() {
@@ -356,34 +356,32 @@ unsafe impl GlobalAlloc for Allocator {
     }
 
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        // Whose block it is, and the new layout, asked once.
+        let own = self.is_own(ptr, layout);
+        let new_layout = Layout::from_size_align(new_size, layout.align()).ok();
         #[cfg(target_os = "linux")]
-        if self.is_own(ptr, layout) {
-            let new_layout = Layout::from_size_align(new_size, layout.align());
-            if let (Ok(new_layout), Some(new_len)) = (new_layout, mapped_len(new_size))
-                && large(new_layout)
-            {
-                let mut b = lock();
-                let Some(old_len) = b.forget(ptr as usize) else { return std::ptr::null_mut() };
-                if new_len > old_len {
-                    // New pages: nothing kept is held beside them.
-                    b.flush();
-                }
-                let p = if new_len == old_len { ptr } else { remap(ptr as usize, old_len, new_len) };
-                if p.is_null() {
-                    b.record(ptr as usize, old_len);
-                } else {
-                    b.record(p as usize, new_len);
-                }
-                return p;
+        if own
+            && let (Some(new_layout), Some(new_len)) = (new_layout, mapped_len(new_size))
+            && large(new_layout)
+        {
+            let mut b = lock();
+            let Some(old_len) = b.forget(ptr as usize) else { return std::ptr::null_mut() };
+            if new_len > old_len {
+                // New pages: nothing kept is held beside them.
+                b.flush();
             }
+            let p = if new_len == old_len { ptr } else { remap(ptr as usize, old_len, new_len) };
+            if p.is_null() {
+                b.record(ptr as usize, old_len);
+            } else {
+                b.record(p as usize, new_len);
+            }
+            return p;
         }
-        let own_now = self.is_own(ptr, layout);
-        let moves =
-            own_now || (reusing_large_blocks() && Layout::from_size_align(new_size, layout.align()).is_ok_and(large));
-        if moves {
+        if own || (reusing_large_blocks() && new_layout.is_some_and(large)) {
             // Between this module and glibc: a new block, the contents
             // copied, the old block freed by whoever made it.
-            let Ok(new_layout) = Layout::from_size_align(new_size, layout.align()) else {
+            let Some(new_layout) = new_layout else {
                 return std::ptr::null_mut();
             };
             // SAFETY: a valid layout of non-zero size (the caller's contract).
