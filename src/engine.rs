@@ -595,7 +595,7 @@ impl Checks<'_> {
     /// never held at once: every faster schedule tried for the first phase
     /// (one queue, costliest first) ran two of them side by side and raised
     /// the peak by 10-25 MB (BENCHMARKS.md, "Seventh step"); a test holds
-    /// the first phase's three apart.
+    /// the first phase's four apart.
     fn chained(&self, asset: &Asset, select: impl Fn(&CheckDef) -> bool + Sync, last_first: bool) -> Indexed {
         let (mut hungry, rest) = rayon::join(
             || self.in_turn(asset, |d| select(d) && catalog::memory_hungry(d), last_first),
@@ -613,8 +613,8 @@ impl Checks<'_> {
     }
 
     /// A large mesh's first phase: the checks that never read the world
-    /// mesh, UV-002, UV-004 and UV-005 (each holding 40-70 MB above a 64 MB
-    /// sphere's loaded asset) chained.
+    /// mesh, UV-002, UV-004, UV-005 (each holding 40-70 MB above a 64 MB
+    /// sphere's loaded asset) and UV-008 chained.
     fn first_phase(&self, asset: &Asset) -> Indexed {
         self.chained(asset, |d| !catalog::reads_world(d), false)
     }

@@ -4,7 +4,7 @@
 //! own optimizer on the same indices. Assertions are on `status` and on
 //! `measured`, never on `message`.
 
-use crate::testkit::{Doc, Mesh, Node, Prim, cube, quad, sphere};
+use crate::testkit::{Doc, Image, Material, Mesh, Node, Prim, Texture, cube, png, quad, sphere};
 use crate::util::{self, check, measured_f64, validate_with};
 use meshcheck::engine::{Options, Selection};
 use meshcheck::report::{Report, Status};
@@ -376,16 +376,25 @@ fn a_large_mesh_checked_without_its_surface_attributes_gives_the_same_report() {
 }
 
 /// On a mesh checked in two phases, the first phase's memory-hungry checks
-/// (UV-002, UV-004, UV-005: UV rasters, per-triangle samples, islands) run
-/// one after another, never side by side, whatever the light checks'
-/// timing: their spans in `MESHCHECK_CHECK_TIMES`' timeline do not meet
-/// (the three run on the pool side by side, tried when the chain made a
-/// parallel iterator of one item a job, fail it). And PERF-006 ends before
-/// the other light checks begin (it fails without `catalog::runs_first`),
-/// and the vertex streams only it reads are freed before UV-004 begins.
+/// (UV-002, UV-004, UV-005, UV-008: UV rasters, per-triangle samples,
+/// islands) run one after another, never side by side, whatever the light
+/// checks' timing: their spans in `MESHCHECK_CHECK_TIMES`' timeline do not
+/// meet (the four run on the pool side by side, tried when the chain made a
+/// parallel iterator of one item a job, fail it; so does UV-008 left out of
+/// `catalog::memory_hungry`, which let its samples meet UV-004's). The
+/// sphere is textured, so that UV-008 measures rather than skips. And
+/// PERF-006 ends before the other light checks begin (it fails without
+/// `catalog::runs_first`), and the vertex streams only it reads are freed
+/// before UV-004 begins.
 #[test]
 fn the_first_phases_hungry_checks_run_one_at_a_time() {
-    let glb = Doc::single(sphere(700, 500, 1.0)).to_glb();
+    let mut prim = sphere(700, 500, 1.0);
+    prim.material = Some(0);
+    let mut doc = Doc::single(prim);
+    doc.materials.push(Material { base_color_texture: Some(0), ..Material::default() });
+    doc.textures.push(Texture { source: 0 });
+    doc.images.push(Image { bytes: png(64, 64), mime: "image/png".into(), uri: None });
+    let glb = doc.to_glb();
     let asset = meshcheck::asset::load(meshcheck::asset::Input::from_bytes("sphere.glb", glb.clone())).unwrap();
     assert!(asset.scene.world_mesh_bytes() >= meshcheck::engine::PHASED_WORLD_BYTES, "checked in two phases");
     drop(asset);
@@ -395,7 +404,7 @@ fn the_first_phases_hungry_checks_run_one_at_a_time() {
     let out = util::bin()
         .args(["validate", file.to_str().unwrap(), "--no-config", "--format", "json"])
         .args(["--only", "PERF-004", "--only", "UV-002", "--only", "UV-004", "--only", "UV-005", "--only", "GEO-002"])
-        .args(["--only", "PERF-005", "--only", "PERF-006"])
+        .args(["--only", "PERF-005", "--only", "PERF-006", "--only", "UV-008"])
         .env("MESHCHECK_CHECK_TIMES", "1")
         .output()
         .unwrap();
@@ -408,7 +417,7 @@ fn the_first_phases_hungry_checks_run_one_at_a_time() {
         let (a, b) = inner.split_once("..").unwrap_or_else(|| panic!("{line}"));
         (a.parse().unwrap(), b.parse().unwrap())
     };
-    let hungry = ["UV-002", "UV-004", "UV-005"].map(span);
+    let hungry = ["UV-002", "UV-004", "UV-005", "UV-008"].map(span);
     for (i, a) in hungry.iter().enumerate() {
         for b in &hungry[i + 1..] {
             assert!(a.1 <= b.0 || b.1 <= a.0, "{a:?} and {b:?} overlap:\n{err}");

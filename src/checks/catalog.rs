@@ -55,13 +55,25 @@ pub fn reads_world(def: &CheckDef) -> bool {
 /// Whether a check holds working arrays the size of the mesh while it
 /// runs: of those that read the world mesh, quad candidates and
 /// per-triangle qualities (TOP-001, TOP-003); of the others, UV rasters,
-/// islands and per-triangle samples (UV-002, UV-004, UV-005). On a large
-/// mesh the engine runs each phase's hungry checks one at a time, beside
-/// the others, so that their arrays are not held at once.
+/// islands and per-triangle samples (UV-002, UV-004, UV-005, UV-008). On a
+/// large mesh the engine runs each phase's hungry checks one at a time,
+/// beside the others, so that their arrays are not held at once. UV-008's
+/// samples take 20 bytes a triangle, as UV-004's do: left to the pool, it
+/// ran beside UV-004 in most runs of a 1.3M-triangle textured sphere (36.5
+/// MB), whose peak then spread over 96-114 MB, past three times the file;
+/// chained, 96-98 MB at the same wall time (BENCHMARKS.md, "Nineteenth
+/// step").
 pub fn memory_hungry(def: &CheckDef) -> bool {
-    [&top::QUAD_RECONSTRUCTIBILITY, &top::TRIANGLE_REGULARITY, &uv::OVERLAP, &uv::STRETCH, &uv::PADDING]
-        .iter()
-        .any(|c| c.id == def.id)
+    [
+        &top::QUAD_RECONSTRUCTIBILITY,
+        &top::TRIANGLE_REGULARITY,
+        &uv::OVERLAP,
+        &uv::STRETCH,
+        &uv::PADDING,
+        &uv::TEXEL_DENSITY,
+    ]
+    .iter()
+    .any(|c| c.id == def.id)
 }
 
 /// Whether a check that is not [`memory_hungry`] still holds a table the
