@@ -163,7 +163,7 @@ pub fn winding(cx: &Ctx<'_>) -> CheckOutput {
         Err(why) => return CheckOutput::Skipped(why),
     };
     let t = &w.topology;
-    let faces = t.collapsed.iter().filter(|c| !**c).count() as u64;
+    let faces = t.live_triangles() as u64;
     let flipped = t.flipped_faces();
     let pct = if faces > 0 { flipped.len() as f64 / faces as f64 * 100.0 } else { 0.0 };
     let max = cx.profile.get(&FLIPPED_PCT);
@@ -491,7 +491,7 @@ pub fn non_manifold(cx: &Ctx<'_>) -> CheckOutput {
     vertices.iter().for_each(|&v| at_vertex[v as usize] = true);
     let tris =
         edges.iter().flat_map(|&e| t.faces(e).iter().map(|f| f.tri())).chain((0..t.triangles.len() as u32).filter(
-            |&ti| !t.collapsed[ti as usize] && t.triangles[ti as usize].iter().any(|&v| at_vertex[v as usize]),
+            |&ti| !t.collapsed(ti as usize) && t.triangles[ti as usize].iter().any(|&v| at_vertex[v as usize]),
         ));
     let locations = primitive_pointers(cx, w, tris);
     let (ne, nv) = (edges.len() as u64, vertices.len() as u64);
@@ -562,7 +562,7 @@ pub fn duplicate_faces(cx: &Ctx<'_>) -> CheckOutput {
     };
     let t = &w.topology;
     let dups = t.duplicate_faces();
-    let faces = t.collapsed.iter().filter(|c| !**c).count() as u64;
+    let faces = t.live_triangles() as u64;
     let n = dups.len() as u64;
     let opposite = dups.iter().filter(|d| d.1).count() as u64;
     let pct = if faces > 0 { n as f64 / faces as f64 * 100.0 } else { 0.0 };

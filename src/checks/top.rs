@@ -144,7 +144,7 @@ pub fn quad_reconstructibility(cx: &Ctx<'_>) -> CheckOutput {
         let f = t.faces_of(ei);
         [f[0].tri(), f[1].tri()]
     });
-    let faces = t.collapsed.iter().filter(|c| !**c).count() as u64;
+    let faces = t.live_triangles() as u64;
     let pct = if faces > 0 { 2.0 * quads as f64 / faces as f64 * 100.0 } else { 0.0 };
     measured(
         Obj::new().num("quad_pct", pct).int("quads", quads).int("triangles", faces),

@@ -24,6 +24,13 @@ pub fn edge_key(a: u32, b: u32) -> u64 {
     ((lo as u64) << 32) | hi as u64
 }
 
+/// Whether a triangle in welded indices collapsed: two of its corners are
+/// one welded vertex.
+#[inline]
+pub fn is_collapsed(t: [u32; 3]) -> bool {
+    t[0] == t[1] || t[1] == t[2] || t[0] == t[2]
+}
+
 /// One edge of the welded mesh and the triangles using it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Edge {
@@ -184,9 +191,12 @@ pub struct Topology {
     pub vertices: Vertices,
     /// Every input triangle, in welded indices (collapsed ones included).
     pub triangles: Vec<[u32; 3]>,
-    /// Whether a triangle collapsed (a repeated welded index); such
-    /// triangles are left out of the edge map, shells and winding.
-    pub collapsed: Vec<bool>,
+    /// Triangles that did not collapse ([`is_collapsed`]): collapsed ones
+    /// are left out of the edge map, shells and winding. Whether one
+    /// triangle collapsed is read off its welded indices
+    /// ([`Topology::collapsed`]), not held in an array (a byte a
+    /// triangle, beside a large mesh's checks).
+    live_triangles: usize,
     /// Edges sorted by key.
     pub edges: Edges,
     /// Faces of each edge (see [`Edge::start`]).
@@ -235,14 +245,15 @@ impl Topology {
 
     /// Builds the edge map, shells and winding for already-welded triangles.
     pub fn from_welded(vertices: Vertices, triangles: Vec<[u32; 3]>) -> Topology {
-        let collapsed: Vec<bool> = triangles.iter().map(|t| t[0] == t[1] || t[1] == t[2] || t[0] == t[2]).collect();
         // Directed edges bucketed by their smaller vertex (a counting sort,
         // linear), then each small bucket sorted by (larger vertex, triangle):
         // the same order as sorting every edge key, at a fraction of the cost.
         let nv = vertices.len();
         let mut offset = vec![0u32; nv + 1];
-        for (ti, t) in triangles.iter().enumerate() {
-            if !collapsed[ti] {
+        let mut live_triangles = 0usize;
+        for t in &triangles {
+            if !is_collapsed(*t) {
+                live_triangles += 1;
                 for (u, v) in [(t[0], t[1]), (t[1], t[2]), (t[2], t[0])] {
                     offset[u.min(v) as usize + 1] += 1;
                 }
@@ -261,7 +272,7 @@ impl Topology {
         let mut hi = vec![0u32; total];
         let mut edge_faces = vec![Face(0); total];
         for (ti, t) in triangles.iter().enumerate() {
-            if !collapsed[ti] {
+            if !is_collapsed(*t) {
                 for (u, v) in [(t[0], t[1]), (t[1], t[2]), (t[2], t[0])] {
                     let lo = u.min(v) as usize;
                     let at = fill[lo] as usize;
@@ -353,11 +364,30 @@ impl Topology {
         drop(offset);
         let edges = Edges { first, larger: hi, start: edge_start, faces: edge_faces.len() as u32 };
         // Shells and winding are independent: they run side by side.
-        let ((shell, shell_count), flipped) = rayon::join(
-            || shells(&collapsed, &edges, &edge_faces),
-            || winding(&triangles, &collapsed, &edges, &edge_faces),
-        );
-        Topology { vertices, triangles, collapsed, edges, edge_faces, shell, shell_count, flipped, exact_weld: true }
+        let ((shell, shell_count), flipped) =
+            rayon::join(|| shells(&triangles, &edges, &edge_faces), || winding(&triangles, &edges, &edge_faces));
+        Topology {
+            vertices,
+            triangles,
+            live_triangles,
+            edges,
+            edge_faces,
+            shell,
+            shell_count,
+            flipped,
+            exact_weld: true,
+        }
+    }
+
+    /// Whether triangle `t` collapsed ([`is_collapsed`]).
+    #[inline]
+    pub fn collapsed(&self, t: usize) -> bool {
+        is_collapsed(self.triangles[t])
+    }
+
+    /// Triangles that did not collapse: those in the edge map.
+    pub fn live_triangles(&self) -> usize {
+        self.live_triangles
     }
 
     /// Faces of an edge.
@@ -435,7 +465,7 @@ impl Topology {
         let mut corners = vec![0u32; nv];
         let mut start = vec![u32::MAX; nv];
         for (t, tri) in self.triangles.iter().enumerate() {
-            if !self.collapsed[t] {
+            if !is_collapsed(*tri) {
                 for &v in tri {
                     corners[v as usize] += 1;
                     if start[v as usize] == u32::MAX {
@@ -603,8 +633,8 @@ fn welded_vertices(points: &[[f64; 3]], tol: f64) -> (Vertices, Vec<u32>, bool) 
 /// Shells: triangles joined across every edge they share (union-find),
 /// labelled in order of their lowest triangle; collapsed triangles get
 /// [`ShellLabels::NONE`].
-fn shells(collapsed: &[bool], edges: &Edges, edge_faces: &[Face]) -> (ShellLabels, usize) {
-    let n = collapsed.len();
+fn shells(triangles: &[[u32; 3]], edges: &Edges, edge_faces: &[Face]) -> (ShellLabels, usize) {
+    let n = triangles.len();
     let mut uf = UnionFind::new(n);
     for e in edges {
         let faces = &edge_faces[e.start as usize..(e.start + e.count) as usize];
@@ -619,7 +649,7 @@ fn shells(collapsed: &[bool], edges: &Edges, edge_faces: &[Face]) -> (ShellLabel
     let mut shell = vec![u32::MAX; n];
     let mut shell_count = 0usize;
     for ti in 0..n {
-        if collapsed[ti] {
+        if is_collapsed(triangles[ti]) {
             continue;
         }
         let r = uf.find(ti as u32) as usize;
@@ -638,19 +668,19 @@ fn shells(collapsed: &[bool], edges: &Edges, edge_faces: &[Face]) -> (ShellLabel
 /// edge order), or by [`orient`]'s walk where a patch cannot be wound
 /// consistently (its classes then depend on the walk). The same triangles
 /// either way.
-fn winding(triangles: &[[u32; 3]], collapsed: &[bool], edges: &Edges, edge_faces: &[Face]) -> Vec<u32> {
+fn winding(triangles: &[[u32; 3]], edges: &Edges, edge_faces: &[Face]) -> Vec<u32> {
     let manifold = edges.iter().filter(|e| e.count == 2).map(|e| {
         let f = &edge_faces[e.start as usize..e.start as usize + 2];
         (f[0].tri(), f[1].tri(), f[0].forward() == f[1].forward())
     });
-    super::winding::flipped(triangles.len(), collapsed, manifold)
-        .unwrap_or_else(|| orient(triangles, collapsed, edges, edge_faces))
+    super::winding::flipped(triangles.len(), |t| is_collapsed(triangles[t]), manifold)
+        .unwrap_or_else(|| orient(triangles, edges, edge_faces))
 }
 
 /// Orientation bits from a walk over manifold edges: two triangles sharing
 /// an edge agree when they traverse it in opposite directions. Each shell's
 /// walk starts from its lowest-numbered triangle.
-fn orient(triangles: &[[u32; 3]], collapsed: &[bool], edges: &Edges, edge_faces: &[Face]) -> Vec<u32> {
+fn orient(triangles: &[[u32; 3]], edges: &Edges, edge_faces: &[Face]) -> Vec<u32> {
     let n = triangles.len();
     // A triangle's neighbours across manifold edges are found through the
     // edge map, whose edges are sorted by (smaller vertex, larger vertex):
@@ -683,7 +713,7 @@ fn orient(triangles: &[[u32; 3]], collapsed: &[bool], edges: &Edges, edge_faces:
     let mut patches = 0u32;
     let mut queue = std::collections::VecDeque::new();
     for start in 0..n {
-        if patch[start] != u32::MAX || collapsed[start] {
+        if patch[start] != u32::MAX || is_collapsed(triangles[start]) {
             continue;
         }
         patch[start] = patches;
@@ -888,7 +918,9 @@ mod tests {
             vec![[0.0, 0.0, 0.0], [1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, -1.0, 0.0], [0.0, 0.0, 1.0], [1.0, 0.0, 0.0]];
         let t = vec![[0, 1, 2], [1, 0, 3], [0, 1, 4], [0, 1, 5]];
         let topo = Topology::build(&p, &t, 1e-5);
-        assert!(topo.collapsed[3], "vertex 5 welds onto vertex 1");
+        assert!(topo.collapsed(3), "vertex 5 welds onto vertex 1");
+        assert!(!topo.collapsed(2));
+        assert_eq!(topo.live_triangles(), 3);
         let e01 = topo.edges.iter().find(|e| (e.a, e.b) == (0, 1)).unwrap();
         assert_eq!(e01.count, 3);
         assert_eq!(topo.shell_count, 1);
@@ -902,7 +934,7 @@ mod tests {
             |tri: u32, v: u32| 3 * tri + t.triangles[tri as usize].iter().position(|&x| x == v).unwrap() as u32;
         let mut fans = vec![0i32; t.vertices.len()];
         for (ti, tri) in t.triangles.iter().enumerate() {
-            if !t.collapsed[ti] {
+            if !t.collapsed(ti) {
                 tri.iter().for_each(|&v| fans[v as usize] += 1);
             }
         }

@@ -33,7 +33,8 @@ pub fn exercise(data: &[u8]) {
         .collect();
     let topo = Topology::build(&points, &triangles, tol);
     let faces: usize = topo.edges.iter().map(|e| e.count as usize).sum();
-    let live = topo.collapsed.iter().filter(|c| !**c).count();
+    let live = topo.live_triangles();
+    assert_eq!(live, (0..topo.triangles.len()).filter(|&t| !topo.collapsed(t)).count());
     assert_eq!(faces, 3 * live, "every live triangle has three edges");
     assert!(topo.flipped_faces().len() <= live / 2 + 1);
     assert!(topo.boundary_loops() <= topo.boundary_edges().count());

@@ -79,7 +79,11 @@ impl ParityUnionFind {
 ///
 /// `None` when some patch cannot be wound consistently: its classes then
 /// depend on the order of a walk, which the caller does.
-pub fn flipped(n: usize, skip: &[bool], pairs: impl Iterator<Item = (u32, u32, bool)>) -> Option<Vec<u32>> {
+pub fn flipped(
+    n: usize,
+    skip: impl Fn(usize) -> bool,
+    pairs: impl Iterator<Item = (u32, u32, bool)>,
+) -> Option<Vec<u32>> {
     let mut uf = ParityUnionFind::new(n);
     for (a, b, same) in pairs {
         if !uf.relate(a, b, u32::from(same)) {
@@ -89,7 +93,7 @@ pub fn flipped(n: usize, skip: &[bool], pairs: impl Iterator<Item = (u32, u32, b
     drop(std::mem::take(&mut uf.rank));
     // Every triangle's root and orientation relative to it, in place.
     for t in 0..n as u32 {
-        if !skip[t as usize] {
+        if !skip(t as usize) {
             let (r, p) = uf.find(t);
             uf.parent[t as usize] = r | (p << 31);
         }
@@ -106,7 +110,7 @@ pub fn flipped(n: usize, skip: &[bool], pairs: impl Iterator<Item = (u32, u32, b
         let r = root(t);
         parity(t) ^ ((base[r / 64] >> (r % 64)) as u32 & 1)
     };
-    for t in (0..n).filter(|&t| !skip[t]) {
+    for t in (0..n).filter(|&t| !skip(t)) {
         let r = root(t);
         if balance[r] == UNSEEN {
             balance[r] = 0;
@@ -116,7 +120,7 @@ pub fn flipped(n: usize, skip: &[bool], pairs: impl Iterator<Item = (u32, u32, b
     }
     // The minority class: 0 when class 1 has more, else 1 (ties included).
     Some(
-        (0..n).filter(|&t| !skip[t] && class(t, &base) == u32::from(balance[root(t)] <= 0)).map(|t| t as u32).collect(),
+        (0..n).filter(|&t| !skip(t) && class(t, &base) == u32::from(balance[root(t)] <= 0)).map(|t| t as u32).collect(),
     )
 }
 
@@ -186,7 +190,7 @@ mod tests {
                 }
                 pairs.push((a, b, same));
             }
-            match flipped(n, &skip, pairs.iter().copied()) {
+            match flipped(n, |t| skip[t], pairs.iter().copied()) {
                 Some(f) => {
                     assert_eq!(f, walked(n, &skip, &pairs), "seed {seed}");
                     decided += 1;
@@ -204,9 +208,9 @@ mod tests {
         // A ring of four triangles, each agreeing with the next but the
         // last, which closes the ring with a twist.
         let pairs = [(0, 1, false), (1, 2, false), (2, 3, false), (3, 0, true)];
-        assert_eq!(flipped(4, &[false; 4], pairs.into_iter()), None);
+        assert_eq!(flipped(4, |_| false, pairs.into_iter()), None);
         let untwisted = [(0, 1, false), (1, 2, true), (2, 3, false), (3, 0, true)];
-        assert_eq!(flipped(4, &[false; 4], untwisted.into_iter()), Some(vec![2, 3]));
+        assert_eq!(flipped(4, |_| false, untwisted.into_iter()), Some(vec![2, 3]));
     }
 
     #[test]
@@ -215,7 +219,7 @@ mod tests {
         // the same way: classes alternate in pairs along it.
         let n = 100_000u32;
         let pairs = (0..n - 1).map(|t| (t + 1, t, t % 2 == 1));
-        let f = flipped(n as usize, &vec![false; n as usize], pairs).unwrap();
+        let f = flipped(n as usize, |_| false, pairs).unwrap();
         let pairs: Vec<_> = (0..n - 1).map(|t| (t + 1, t, t % 2 == 1)).collect();
         assert_eq!(f, walked(n as usize, &vec![false; n as usize], &pairs));
         assert_eq!(f.len(), n as usize / 2);
