@@ -634,32 +634,17 @@ fn welded_vertices(points: &[[f64; 3]], tol: f64) -> (Vertices, Vec<u32>, bool) 
 /// labelled in order of their lowest triangle; collapsed triangles get
 /// [`ShellLabels::NONE`].
 fn shells(triangles: &[[u32; 3]], edges: &Edges, edge_faces: &[Face]) -> (ShellLabels, usize) {
-    let n = triangles.len();
-    let mut uf = UnionFind::new(n);
+    let mut uf = UnionFind::new(triangles.len());
     for e in edges {
         let faces = &edge_faces[e.start as usize..(e.start + e.count) as usize];
         for w in faces.windows(2) {
             uf.union(w[0].tri(), w[1].tri());
         }
     }
-    // A shell's label is kept at its representative's slot until the walk
-    // reaches that triangle (which then takes the same label): no second
-    // array of labels. Collapsed triangles are never joined, so none is a
-    // representative of another.
-    let mut shell = vec![u32::MAX; n];
-    let mut shell_count = 0usize;
-    for ti in 0..n {
-        if is_collapsed(triangles[ti]) {
-            continue;
-        }
-        let r = uf.find(ti as u32) as usize;
-        if shell[r] == u32::MAX {
-            shell[r] = shell_count as u32;
-            shell_count += 1;
-        }
-        shell[ti] = shell[r];
-    }
-    drop(uf);
+    // Labelled over the union-find's own array (collapsed triangles are
+    // never joined): no array of labels beside it while the winding is
+    // found on the other core.
+    let (shell, shell_count) = uf.into_labels(|t| is_collapsed(triangles[t]));
     (ShellLabels::new(shell, shell_count), shell_count)
 }
 

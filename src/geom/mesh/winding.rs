@@ -98,30 +98,48 @@ pub fn flipped(
             uf.parent[t as usize] = r | (p << 31);
         }
     }
-    let parent = uf.parent;
-    let root = |t: usize| (parent[t] & !PARITY) as usize;
-    let parity = |t: usize| parent[t] >> 31;
-    // Per root: class 1 minus class 0 triangles (classes relative to the
-    // patch's first triangle, met first in ascending order), or UNSEEN.
-    const UNSEEN: i32 = i32::MIN;
-    let mut balance = vec![UNSEEN; n];
-    let mut base = vec![0u64; n.div_ceil(64)];
-    let class = |t: usize, base: &[u64]| {
-        let r = root(t);
-        parity(t) ^ ((base[r / 64] >> (r % 64)) as u32 & 1)
+    let mut parent = uf.parent;
+    // From here a triangle's slot is read only by itself, except a root's,
+    // which holds its patch's balance once the patch is met: class 1 minus
+    // class 0 triangles (classes relative to the patch's first triangle,
+    // met first in ascending order). Bits mark the roots, the patches met
+    // and each patch's base orientation; no array of balances beside the
+    // parents (4 bytes a triangle, while the shells are labelled on the
+    // other core).
+    let bit = |bits: &[u64], at: usize| (bits[at / 64] >> (at % 64)) as u32 & 1;
+    let set = |bits: &mut [u64], at: usize| bits[at / 64] |= 1 << (at % 64);
+    let words = n.div_ceil(64);
+    let (mut is_root, mut met, mut base) = (vec![0u64; words], vec![0u64; words], vec![0u64; words]);
+    for (t, &p) in parent.iter().enumerate() {
+        if !skip(t) && (p & !PARITY) as usize == t {
+            set(&mut is_root, t);
+        }
+    }
+    // A triangle's root and its orientation relative to it.
+    let place = |parent: &[u32], is_root: &[u64], t: usize| -> (usize, u32) {
+        match bit(is_root, t) {
+            1 => (t, 0),
+            _ => ((parent[t] & !PARITY) as usize, parent[t] >> 31),
+        }
     };
     for t in (0..n).filter(|&t| !skip(t)) {
-        let r = root(t);
-        if balance[r] == UNSEEN {
-            balance[r] = 0;
-            base[r / 64] |= u64::from(parity(t)) << (r % 64);
+        let (r, p) = place(&parent, &is_root, t);
+        if bit(&met, r) == 0 {
+            set(&mut met, r);
+            parent[r] = 0;
+            if p == 1 {
+                set(&mut base, r);
+            }
         }
-        balance[r] += if class(t, &base) == 1 { 1 } else { -1 };
+        let class = p ^ bit(&base, r);
+        parent[r] = (parent[r] as i32 + if class == 1 { 1 } else { -1 }) as u32;
     }
     // The minority class: 0 when class 1 has more, else 1 (ties included).
-    Some(
-        (0..n).filter(|&t| !skip(t) && class(t, &base) == u32::from(balance[root(t)] <= 0)).map(|t| t as u32).collect(),
-    )
+    let minority = |t: usize| {
+        let (r, p) = place(&parent, &is_root, t);
+        p ^ bit(&base, r) == u32::from(parent[r] as i32 <= 0)
+    };
+    Some((0..n).filter(|&t| !skip(t) && minority(t)).map(|t| t as u32).collect())
 }
 
 #[cfg(test)]
