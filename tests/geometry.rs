@@ -158,6 +158,62 @@ fn topology_measures_a_regular_sphere() {
     }
 }
 
+/// TOP-002's histogram, interior count and share against a plain count
+/// of every welded vertex's edges (a `u32` count and a border flag per
+/// vertex, the definition) on a sphere (poles of valence 48, counted as
+/// "12+"), the sphere with triangles cut out (their vertices on the border
+/// left out) and a closed fan of 262 triangles, whose centre's valence is
+/// 6 past a byte's range (a count that wrapped would call it regular).
+#[test]
+fn valence_histogram_is_a_plain_count_of_each_vertexs_edges() {
+    let fan = {
+        let ring = 262u32;
+        let mut positions = vec![[0.0f32, 0.0, 0.0]];
+        positions.extend((0..ring).map(|i| {
+            let a = i as f32 / ring as f32 * std::f32::consts::TAU;
+            [a.cos(), a.sin(), 0.0]
+        }));
+        let indices = (0..ring).flat_map(|i| [0, 1 + i, 1 + (i + 1) % ring]).collect();
+        Prim { positions, indices: Some(indices), ..Prim::default() }
+    };
+    let mut cut = sphere(48, 24, 1.0);
+    for _ in 0..30 {
+        cut.remove_triangle(200);
+    }
+    for prim in [sphere(48, 24, 1.0), cut, fan] {
+        let pts: Vec<[f64; 3]> = prim.positions.iter().map(|p| p.map(f64::from)).collect();
+        let tris: Vec<[u32; 3]> = prim.indices.clone().unwrap().chunks_exact(3).map(|c| [c[0], c[1], c[2]]).collect();
+        let t = Topology::build(&pts, &tris, 1e-5);
+        let mut valence = vec![0u32; t.vertices.len()];
+        let mut border = vec![false; t.vertices.len()];
+        for e in t.edges.iter() {
+            for v in [e.a, e.b] {
+                valence[v as usize] += 1;
+                border[v as usize] |= e.count != 2;
+            }
+        }
+        let mut want = std::collections::BTreeMap::<String, u64>::new();
+        let (mut interior, mut regular) = (0u64, 0u64);
+        for (v, b) in valence.iter().zip(&border) {
+            if !*b && *v > 0 {
+                interior += 1;
+                regular += u64::from(*v == 6);
+                let key = if *v >= 12 { "12+".to_string() } else { v.to_string() };
+                *want.entry(key).or_default() += 1;
+            }
+        }
+        let r = report(&Doc::single(prim));
+        let c = check(&r, "TOP-002");
+        let got: std::collections::BTreeMap<String, u64> =
+            serde_json::from_value(c.measured["valence_histogram"].clone()).expect("a histogram");
+        assert_eq!(got, want);
+        assert_eq!(measured_f64(c, "interior_vertices"), interior as f64);
+        // Reports carry six decimals.
+        let pct = regular as f64 / interior as f64 * 100.0;
+        assert!((measured_f64(c, "regular_valence_pct") - pct).abs() < 1e-6, "{:?}", c.measured);
+    }
+}
+
 /// Points and triangles of a testkit sphere.
 fn sphere_mesh(seg: u32, rings: u32) -> (Vec<[f64; 3]>, Vec<[u32; 3]>) {
     let s = sphere(seg, rings, 1.0);

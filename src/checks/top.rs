@@ -312,28 +312,30 @@ pub fn valence_regularity(cx: &Ctx<'_>) -> CheckOutput {
         Err(why) => return CheckOutput::Skipped(why),
     };
     let t = &w.topology;
-    let n = t.vertices.len();
-    let mut valence = vec![0u32; n];
-    let mut border = vec![false; n];
+    // A byte a vertex: its valence, counted up to the histogram's cap
+    // (which is all the histogram and the regular count read), or BORDER
+    // once an edge at it is not manifold (a valence and a flag held 5
+    // bytes a vertex, beside TOP-001's candidates).
+    const BORDER: u8 = u8::MAX;
+    const _: () = assert!(REGULAR_VALENCE < VALENCE_HISTOGRAM_CAP && VALENCE_HISTOGRAM_CAP < BORDER as u64);
+    const CAP: u8 = VALENCE_HISTOGRAM_CAP as u8;
+    let mut valence = vec![0u8; t.vertices.len()];
     for e in &t.edges {
-        valence[e.a as usize] += 1;
-        valence[e.b as usize] += 1;
-        if e.count != 2 {
-            border[e.a as usize] = true;
-            border[e.b as usize] = true;
+        for v in [e.a, e.b] {
+            let at = &mut valence[v as usize];
+            *at = if e.count != 2 || *at == BORDER { BORDER } else { (*at + 1).min(CAP) };
         }
     }
     let mut hist = vec![0u64; VALENCE_HISTOGRAM_CAP as usize + 1];
     let mut interior = 0u64;
     let mut regular = 0u64;
-    for v in 0..n {
-        if border[v] || valence[v] == 0 {
+    for &val in &valence {
+        if val == BORDER || val == 0 {
             continue;
         }
         interior += 1;
-        let val = u64::from(valence[v]);
-        regular += u64::from(val == REGULAR_VALENCE);
-        hist[val.min(VALENCE_HISTOGRAM_CAP) as usize] += 1;
+        regular += u64::from(u64::from(val) == REGULAR_VALENCE);
+        hist[usize::from(val)] += 1;
     }
     if interior == 0 {
         return CheckOutput::Skipped("the welded mesh has no interior vertices".into());
