@@ -385,7 +385,9 @@ fn a_large_mesh_checked_without_its_surface_attributes_gives_the_same_report() {
 /// sphere is textured, so that UV-008 measures rather than skips. And
 /// PERF-006 ends before the other light checks begin (it fails without
 /// `catalog::runs_first`), and the vertex streams only it reads are freed
-/// before UV-004 begins.
+/// before UV-004 begins. In the second phase GEO-008 runs first the same
+/// way, ending before the other light checks there begin (it fails without
+/// GEO-008 in `catalog::runs_first`).
 #[test]
 fn the_first_phases_hungry_checks_run_one_at_a_time() {
     let mut prim = sphere(700, 500, 1.0);
@@ -405,6 +407,7 @@ fn the_first_phases_hungry_checks_run_one_at_a_time() {
         .args(["validate", file.to_str().unwrap(), "--no-config", "--format", "json"])
         .args(["--only", "PERF-004", "--only", "UV-002", "--only", "UV-004", "--only", "UV-005", "--only", "GEO-002"])
         .args(["--only", "PERF-005", "--only", "PERF-006", "--only", "UV-008"])
+        .args(["--only", "GEO-008", "--only", "GEO-009", "--only", "TOP-001", "--only", "TOP-002"])
         .env("MESHCHECK_CHECK_TIMES", "1")
         .output()
         .unwrap();
@@ -435,6 +438,12 @@ fn the_first_phases_hungry_checks_run_one_at_a_time() {
     let line = err.lines().find(|l| l.starts_with("vertex streams freed")).unwrap_or_else(|| panic!("{err}"));
     let freed: f64 = line.rsplit_once('(').and_then(|(_, r)| r.split_once("..")).unwrap().0.parse().unwrap();
     assert!(first.1 <= freed && freed <= span("UV-004").0, "streams freed at {freed}, PERF-006 {first:?}:\n{err}");
+    // The second phase: GEO-008 (its vertex arrays) before the other light
+    // checks, beside TOP-001's candidates rather than its pairing.
+    let first = span("GEO-008");
+    for id in ["GEO-002", "GEO-009", "TOP-002"] {
+        assert!(first.1 <= span(id).0, "GEO-008 {first:?} not before {id} {:?}:\n{err}", span(id));
+    }
 }
 
 /// The second phase's mesh built with the scene's positions and triangles

@@ -78,14 +78,21 @@ pub fn memory_hungry(def: &CheckDef) -> bool {
 
 /// Whether a check that is not [`memory_hungry`] still holds a table the
 /// size of the mesh's vertices: PERF-006 (its duplicate-vertex table, 2.7
-/// to 5.3 bytes a vertex, and a byte a vertex twice more). On a large mesh
-/// the engine runs it first beside the chain, while the chain's first
-/// check (UV-002, whose raster and spans are small beside the mesh) runs,
-/// not wherever the pool reaches it: there, on two cores with Node
-/// validating beside, it met the end of UV-005 (the phase's peak) in one
-/// run in ten and raised the peak of a 32 MB GLB by 5-8 MB.
+/// to 5.3 bytes a vertex, and a byte a vertex twice more) in the first
+/// phase, GEO-008 (a triangle count and a first triangle a vertex, 8
+/// bytes) in the second. On a large mesh the engine runs it first beside
+/// the chain, while the chain's first check runs, not wherever the pool
+/// reaches it. In the first phase that check is UV-002, whose raster and
+/// spans are small beside the mesh: PERF-006 left to the pool met the end
+/// of UV-005 (the phase's peak) in one run in ten on two cores with Node
+/// validating beside, and raised the peak of a 32 MB GLB by 5-8 MB. In the
+/// second it is TOP-001 while it finds its candidates: GEO-008 left to the
+/// pool met TOP-001's pairing (its candidates and pointers all held, the
+/// phase's peak) in most runs; first, the 32 MB sphere's second phase
+/// peaked at 67-68 MiB in eight runs, not 68-71 (BENCHMARKS.md,
+/// "Nineteenth step").
 pub fn runs_first(def: &CheckDef) -> bool {
-    def.id == perf::VERTEX_FETCH.id
+    def.id == perf::VERTEX_FETCH.id || def.id == geo::NON_MANIFOLD.id
 }
 
 /// Whether a check reads a primitive's normals, tangents or colours (the
