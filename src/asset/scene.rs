@@ -111,8 +111,9 @@ pub struct WorldMesh {
     mirrored: Vec<bool>,
     /// Welded topology.
     pub topology: Topology,
-    /// Degenerate flag per triangle (see `checks::geo::degenerate`), computed once.
-    pub degenerate: OnceLock<Vec<bool>>,
+    /// Degenerate flag per triangle (see `checks::geo::degenerate`), computed
+    /// once, a bit a triangle.
+    pub degenerate: OnceLock<crate::geom::bits::Bits>,
     /// TOP-003's quality summary ([`vector::quality_summary`]), when it was computed
     /// while the mesh was built ([`Scene::build_world_mesh_freeing`]); set
     /// there or never, so a plain field.
@@ -285,19 +286,20 @@ impl Scene {
         let corners_of =
             |ii: usize, tri: [u32; 3]| wound_corners(tri, mirrored[ii], |i| points[first_point[ii] + i as usize]);
         let each = |ii: usize| &triangles[self.instances[ii].primitive];
-        // Each triangle's shape once, for its degenerate flag (written in
-        // place) and, with `regularity`, its quality, pushed in triangle
-        // order a window at a time into TOP-003's summary: no list of every
-        // quality is held beside the points and triangles (8 bytes a
-        // triangle).
-        let mut degenerate = vec![false; total_tris];
+        // Each triangle's shape once, for its degenerate flag (a window's
+        // flags written in place, then packed a bit a triangle) and, with
+        // `regularity`, its quality, pushed in triangle order a window at a
+        // time into TOP-003's summary: no list of every quality is held
+        // beside the points and triangles (8 bytes a triangle).
+        let mut degenerate = crate::geom::bits::Bits::new(total_tris);
         let mut stream = regularity.then(|| QualityStream::new(total_tris));
         let mut window = Vec::new();
-        let mut flags = &mut degenerate[..];
+        let mut head = Vec::new();
+        let mut done = 0;
         for ii in 0..self.instances.len() {
             for tris in each(ii).chunks(QUALITY_WINDOW) {
-                let (head, tail) = flags.split_at_mut(tris.len());
-                flags = tail;
+                head.clear();
+                head.resize(tris.len(), false);
                 let shapes = tris.par_iter().zip(head.par_iter_mut()).map(|(&t, flag)| {
                     let ([a, b, c], repeated) = corners_of(ii, t);
                     let s = vector::shape(a, b, c);
@@ -311,9 +313,11 @@ impl Scene {
                     }
                     None => shapes.for_each(drop),
                 }
+                degenerate.write(done, &head);
+                done += tris.len();
             }
         }
-        drop(window);
+        drop((window, head));
         let summary = stream.map(QualityStream::finish);
         let instances = &self.instances;
         let topology = Topology::build_owned(points, tolerance, move |welded| {

@@ -5,6 +5,7 @@
 use super::{CheckDef, Family, LOC, LOC_TOTAL, Needs, WELD_TOLERANCE};
 use super::{CheckOutput, Comparison, Ctx, Obj, count, measured, short};
 use crate::asset::scene::{Scene, WorldMesh};
+use crate::geom::bits::Bits;
 use crate::geom::mat4::Aabb;
 use crate::geom::mesh::ShellLabels;
 use crate::profile::Param;
@@ -198,8 +199,8 @@ pub use crate::geom::mesh::vector::is_degenerate;
 
 /// The degenerate flag of every triangle, computed once per report.
 /// `scene` is the scene `w` was built from.
-pub fn degenerate_flags<'a>(w: &'a WorldMesh, scene: &Scene, tol: f64) -> &'a [bool] {
-    w.degenerate.get_or_init(|| w.map_corners(scene, |c, repeated| is_degenerate(c, repeated, tol)))
+pub fn degenerate_flags<'a>(w: &'a WorldMesh, scene: &Scene, tol: f64) -> &'a Bits {
+    w.degenerate.get_or_init(|| Bits::from_bools(&w.map_corners(scene, |c, repeated| is_degenerate(c, repeated, tol))))
 }
 
 /// Budget: Degenerate triangles allowed.
@@ -245,7 +246,7 @@ pub fn degenerate_triangles(cx: &Ctx<'_>) -> CheckOutput {
     };
     let tol = cx.profile.get(&WELD_TOLERANCE);
     let flags = degenerate_flags(w, &cx.asset.scene, tol);
-    let bad: Vec<u32> = (0..w.triangle_count()).filter(|&t| flags[t]).map(|t| t as u32).collect();
+    let bad: Vec<u32> = (0..w.triangle_count()).filter(|&t| flags.get(t)).map(|t| t as u32).collect();
     let total = w.triangle_count() as u64;
     let pct = bad.len() as f64 / total as f64 * 100.0;
     let max = cx.profile.get(&MAX_DEGENERATE_PCT);

@@ -90,7 +90,7 @@ pub fn quad_reconstructibility(cx: &Ctx<'_>) -> CheckOutput {
         }
         let f = t.faces(e);
         let (t0, t1) = (f[0].tri(), f[1].tri());
-        if f[0].forward() == f[1].forward() || degenerate[t0 as usize] || degenerate[t1 as usize] {
+        if f[0].forward() == f[1].forward() || degenerate.get(t0 as usize) || degenerate.get(t1 as usize) {
             return None;
         }
         let (tri0, tri1) = (t.triangles[t0 as usize], t.triangles[t1 as usize]);

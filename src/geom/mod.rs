@@ -2,6 +2,7 @@
 //! bounds, triangle assembly, meshoptimizer's overdraw analyzer. Checks and
 //! the loader build on these.
 
+pub mod bits;
 pub mod dedup;
 pub mod flat;
 pub mod kept;
