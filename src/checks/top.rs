@@ -451,7 +451,7 @@ pub fn hard_edges(cx: &Ctx<'_>) -> CheckOutput {
     let t = &w.topology;
     let hard_angle = cx.profile.get(&HARD_ANGLE_DEG);
     let hard_cos = hard_angle.to_radians().cos();
-    let (total_len, hard_len, hard, hard_faces) = hard_edge_sums(t, hard_cos);
+    let HardEdges { total_len, hard_len, hard, hard_faces } = hard_edge_sums(t, hard_cos);
     if total_len <= 0.0 {
         return CheckOutput::Skipped("the welded mesh has no interior edges".into());
     }
@@ -473,17 +473,28 @@ pub fn hard_edges(cx: &Ctx<'_>) -> CheckOutput {
     )
 }
 
-/// TOP-004's sums over the manifold interior edges of `t`: their total
-/// length, the length of the hard ones (whose faces' normals meet at a
-/// cosine of at most `hard_cos`), the hard ones' count, and each hard
-/// edge's first face, in edge order.
+/// TOP-004's sums over a welded mesh's manifold interior edges.
+#[derive(Debug)]
+struct HardEdges {
+    /// Their total length.
+    total_len: f64,
+    /// The length of the hard ones.
+    hard_len: f64,
+    /// How many are hard.
+    hard: u64,
+    /// Each hard edge's first face, in edge order.
+    hard_faces: Vec<u32>,
+}
+
+/// [`HardEdges`] of `t`, an edge being hard when its faces' normals meet
+/// at a cosine of at most `hard_cos`.
 ///
 /// Each edge is measured on the thread pool, a window of edges at a time
 /// in slices, and the lengths are then added on this thread in edge order,
 /// so the sums are the sequential loop's to the last bit (the check ran
 /// alone on one core at the end of a large mesh's run: 47 ms on the
 /// 1.3M-triangle sphere, 31 ms now).
-fn hard_edge_sums(t: &crate::geom::mesh::edges::Topology, hard_cos: f64) -> (f64, f64, u64, Vec<u32>) {
+fn hard_edge_sums(t: &crate::geom::mesh::edges::Topology, hard_cos: f64) -> HardEdges {
     let measure = |e: crate::geom::mesh::edges::Edge| -> (f64, Option<u32>) {
         let f = t.faces(e);
         let (n1, mut n2) = (t.normal(f[0].tri()), t.normal(f[1].tri()));
@@ -534,7 +545,7 @@ fn hard_edge_sums(t: &crate::geom::mesh::edges::Topology, hard_cos: f64) -> (f64
             }
         }
     }
-    (total_len, hard_len, hard, hard_faces)
+    HardEdges { total_len, hard_len, hard, hard_faces }
 }
 
 #[cfg(test)]
@@ -581,8 +592,9 @@ mod tests {
         }
         assert!(hard > 1000, "{hard} hard edges");
         let got = hard_edge_sums(&t, hard_cos);
-        assert_eq!((got.0.to_bits(), got.1.to_bits(), got.2), (total_len.to_bits(), hard_len.to_bits(), hard));
-        assert_eq!(got.3, hard_faces);
+        let bits = |h: &HardEdges| (h.total_len.to_bits(), h.hard_len.to_bits(), h.hard);
+        assert_eq!(bits(&got), (total_len.to_bits(), hard_len.to_bits(), hard));
+        assert_eq!(got.hard_faces, hard_faces);
     }
 
     /// Random candidates over `edges` edges (about half of them), with
