@@ -472,18 +472,6 @@ fn release_free_memory() {
     }
 }
 
-/// Whether [`steady_large_blocks`] has run in this process.
-static STEADY: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-
-/// Whether this process has fixed glibc's mmap threshold
-/// ([`steady_large_blocks`]: at [`STEADY_MMAP_THRESHOLD`], or where the
-/// user set it): the service does at start, the engine before its first
-/// input over [`HELD_MAX_BYTES`]. glibc has no getter for the threshold;
-/// the tests read this.
-pub fn large_blocks_steady() -> bool {
-    STEADY.load(std::sync::atomic::Ordering::Relaxed)
-}
-
 /// The size from which glibc serves a block from a mapping of its own,
 /// returned to the system when freed ([`steady_large_blocks`]).
 pub const STEADY_MMAP_THRESHOLD: usize = 4 << 20;
@@ -507,14 +495,16 @@ pub const STEADY_MMAP_THRESHOLD: usize = 4 << 20;
 /// the blocks of [`crate::memory::LARGE_BYTES`] (the same 4 MiB) or more
 /// are mapped by meshcheck's allocator rather than glibc, and a freed one
 /// is kept for the next instead of being zeroed again by the kernel
-/// (BENCHMARKS.md, "Eighteenth step").
+/// (BENCHMARKS.md, "Eighteenth step"). Whether it has run is that switch's
+/// state, [`crate::memory::reusing_large_blocks`] (glibc has no getter for
+/// the threshold; the tests read the switch).
 pub fn steady_large_blocks() {
-    // Once per process: every later large input would read the same
-    // environment and set the same value.
-    if STEADY.swap(true, std::sync::atomic::Ordering::Relaxed) {
+    // Once per process (every later large input would read the same
+    // environment and set the same value), and only on Linux, where both
+    // the switch and the threshold apply.
+    if !crate::memory::reuse_large_blocks() {
         return;
     }
-    crate::memory::reuse_large_blocks();
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     {
         let chosen = std::env::var_os("MALLOC_MMAP_THRESHOLD_").is_some()

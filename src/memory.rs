@@ -61,16 +61,16 @@ static REUSE: AtomicBool = AtomicBool::new(false);
 
 /// From now on, large blocks are mapped here and freed ones reused (see the
 /// module's header). For the rest of the process: the engine calls it
-/// before an input over 16 MiB, the service at start. Does nothing where
-/// [`Allocator`] is not the global allocator, or off Linux.
-pub fn reuse_large_blocks() {
-    // Off Linux every block is the system allocator's: nothing to switch.
-    if cfg!(target_os = "linux") {
-        REUSE.store(true, Ordering::Relaxed);
-    }
+/// before an input over 16 MiB, the service at start. Returns whether this
+/// call made the switch (false when an earlier one had, and off Linux,
+/// where every block stays the system allocator's). Has no effect where
+/// [`Allocator`] is not the global allocator.
+pub fn reuse_large_blocks() -> bool {
+    cfg!(target_os = "linux") && !REUSE.swap(true, Ordering::Relaxed)
 }
 
-/// Whether [`reuse_large_blocks`] has run in this process.
+/// Whether [`reuse_large_blocks`] has switched this process (never off
+/// Linux).
 pub fn reusing_large_blocks() -> bool {
     REUSE.load(Ordering::Relaxed)
 }
@@ -524,7 +524,8 @@ mod tests {
             let early_grown = a.alloc(layout(5 * MIB));
             fill(early_grown, 5 * MIB, 9);
             assert!(!a.is_own(early, layout(5 * MIB)));
-            reuse_large_blocks();
+            assert!(reuse_large_blocks() && reusing_large_blocks(), "this call switched");
+            assert!(!reuse_large_blocks(), "once a process");
             assert!(!a.is_own(early, layout(5 * MIB)), "a block glibc made stays glibc's");
             a.dealloc(early, layout(5 * MIB));
             assert_eq!(cached(), (0, 0));

@@ -751,11 +751,15 @@ fn the_engine_fixes_glibcs_threshold_for_a_large_input() {
     let opts = Options { validator: None, ..Options::default() };
     // A small input (a folder of them runs faster so) leaves it to glibc.
     engine::validate(Input::from_bytes("box.glb", box_glb()), &opts).unwrap();
-    assert!(!engine::large_blocks_steady(), "fixed before any large input");
+    assert!(!meshcheck::memory::reusing_large_blocks(), "fixed before any large input");
     // One over HELD_MAX_BYTES fixes it.
     let big = crate::testkit::padded_glb(engine::HELD_MAX_BYTES + 1);
     engine::validate(Input::from_bytes("cube.glb", big), &opts).unwrap();
-    assert!(engine::large_blocks_steady(), "the engine did not fix the threshold for a large input");
+    assert_eq!(
+        meshcheck::memory::reusing_large_blocks(),
+        cfg!(target_os = "linux"),
+        "the engine did not fix the threshold and switch to reusing large blocks for a large input"
+    );
 }
 
 #[test]
