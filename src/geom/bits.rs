@@ -32,6 +32,13 @@ impl Bits {
         }
     }
 
+    /// Sets flag `i`.
+    #[inline]
+    pub fn set(&mut self, i: usize) {
+        assert!(i < self.len, "flag {i} of {}", self.len);
+        self.words[i / 64] |= 1 << (i % 64);
+    }
+
     /// Flag `i`.
     #[inline]
     pub fn get(&self, i: usize) -> bool {
@@ -67,6 +74,9 @@ mod tests {
             pieced.write(at, &flags[at..at + piece]);
         }
         assert_eq!(pieced, bits);
+        let mut set = Bits::new(200);
+        (0..200).filter(|&i| flags[i]).for_each(|i| set.set(i));
+        assert_eq!(set, bits);
         assert!(Bits::new(0).is_empty());
     }
 

@@ -2,6 +2,8 @@
 //! union by rank: the weld, the shells, GEO-008's fans, the boundary loops
 //! and the UV islands all group with it.
 
+use super::bits::Bits;
+
 /// Union-find with path halving and union by rank, 5 bytes an element (the
 /// rank is a byte: it never exceeds log2 of the element count). Which
 /// elements end up together, and so [`UnionFind::labels`], do not depend on
@@ -64,27 +66,23 @@ impl UnionFind {
             self.parent[i as usize] = r;
         }
         let mut parent = self.parent;
-        let bits = |at: usize| (at / 64, 1u64 << (at % 64));
-        let mut root = vec![0u64; n.div_ceil(64)];
+        let mut root = Bits::new(n);
         for (i, &p) in parent.iter().enumerate() {
             if p as usize == i {
-                let (w, b) = bits(i);
-                root[w] |= b;
+                root.set(i);
             }
         }
-        let mut labelled = vec![0u64; n.div_ceil(64)];
+        let mut labelled = Bits::new(n);
         let mut k = 0u32;
         for i in 0..n {
             if skip(i) {
-                debug_assert!(root[i / 64] & (1 << (i % 64)) != 0, "a left-out element was joined");
+                debug_assert!(root.get(i), "a left-out element was joined");
                 parent[i] = u32::MAX;
                 continue;
             }
-            let (w, b) = bits(i);
-            let r = if root[w] & b != 0 { i } else { parent[i] as usize };
-            let (rw, rb) = bits(r);
-            if labelled[rw] & rb == 0 {
-                labelled[rw] |= rb;
+            let r = if root.get(i) { i } else { parent[i] as usize };
+            if !labelled.get(r) {
+                labelled.set(r);
                 parent[r] = k;
                 k += 1;
             }

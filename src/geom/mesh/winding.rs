@@ -15,6 +15,8 @@
 //!
 //! Nothing here knows about edges or meshes: the caller hands the pairs.
 
+use crate::geom::bits::Bits;
+
 /// The parent's high bit: the element's orientation relative to its parent.
 const PARITY: u32 = 1 << 31;
 
@@ -106,38 +108,35 @@ pub fn flipped(
     // and each patch's base orientation; no array of balances beside the
     // parents (4 bytes a triangle, while the shells are labelled on the
     // other core).
-    let bit = |bits: &[u64], at: usize| (bits[at / 64] >> (at % 64)) as u32 & 1;
-    let set = |bits: &mut [u64], at: usize| bits[at / 64] |= 1 << (at % 64);
-    let words = n.div_ceil(64);
-    let (mut is_root, mut met, mut base) = (vec![0u64; words], vec![0u64; words], vec![0u64; words]);
+    let (mut is_root, mut met, mut base) = (Bits::new(n), Bits::new(n), Bits::new(n));
     for (t, &p) in parent.iter().enumerate() {
         if !skip(t) && (p & !PARITY) as usize == t {
-            set(&mut is_root, t);
+            is_root.set(t);
         }
     }
     // A triangle's root and its orientation relative to it.
-    let place = |parent: &[u32], is_root: &[u64], t: usize| -> (usize, u32) {
-        match bit(is_root, t) {
-            1 => (t, 0),
-            _ => ((parent[t] & !PARITY) as usize, parent[t] >> 31),
+    let place = |parent: &[u32], t: usize| -> (usize, u32) {
+        match is_root.get(t) {
+            true => (t, 0),
+            false => ((parent[t] & !PARITY) as usize, parent[t] >> 31),
         }
     };
     for t in (0..n).filter(|&t| !skip(t)) {
-        let (r, p) = place(&parent, &is_root, t);
-        if bit(&met, r) == 0 {
-            set(&mut met, r);
+        let (r, p) = place(&parent, t);
+        if !met.get(r) {
+            met.set(r);
             parent[r] = 0;
             if p == 1 {
-                set(&mut base, r);
+                base.set(r);
             }
         }
-        let class = p ^ bit(&base, r);
+        let class = p ^ u32::from(base.get(r));
         parent[r] = (parent[r] as i32 + if class == 1 { 1 } else { -1 }) as u32;
     }
     // The minority class: 0 when class 1 has more, else 1 (ties included).
     let minority = |t: usize| {
-        let (r, p) = place(&parent, &is_root, t);
-        p ^ bit(&base, r) == u32::from(parent[r] as i32 <= 0)
+        let (r, p) = place(&parent, t);
+        p ^ u32::from(base.get(r)) == u32::from(parent[r] as i32 <= 0)
     };
     Some((0..n).filter(|&t| !skip(t) && minority(t)).map(|t| t as u32).collect())
 }

@@ -3,6 +3,7 @@
 //! The padding measurement (UV-005) measures the gaps between them.
 
 use super::layout::UvMesh;
+use crate::geom::bits::Bits;
 use crate::geom::prefetch::{BLOCK, prefetch};
 use crate::geom::unionfind::UnionFind;
 
@@ -117,13 +118,13 @@ pub fn uv_islands(meshes: &[UvMesh<'_>]) -> Islands {
     }
     let mut fill = start.clone();
     let mut entries = vec![(0u32, 0u32); start[points] as usize];
-    let mut usable = vec![0u64; total.div_ceil(64)];
+    let mut usable = Bits::new(total);
     let mut t = 0usize;
     for (mi, m) in meshes.iter().enumerate() {
         for &tri in m.triangles {
             let c = corners(mi, m, tri);
             if c != NONE {
-                usable[t / 64] |= 1 << (t % 64);
+                usable.set(t);
                 for (lo, hi) in edges_of(c) {
                     if lo != hi {
                         let f = &mut fill[lo as usize];
@@ -156,7 +157,7 @@ pub fn uv_islands(meshes: &[UvMesh<'_>]) -> Islands {
     // Labelled over the union-find's own array (unusable triangles were
     // never joined): no array of labels beside the buckets and the sets
     // (4 bytes a triangle at this check's peak).
-    let (island, count) = sets.into_labels(|t| usable[t / 64] & (1 << (t % 64)) == 0);
+    let (island, count) = sets.into_labels(|t| !usable.get(t));
     Islands { island, count: count as u32 }
 }
 
