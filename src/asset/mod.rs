@@ -7,7 +7,6 @@
 
 pub mod anim;
 pub mod bundle;
-pub mod bytes;
 pub mod data;
 pub mod draco;
 pub mod glb;
@@ -38,8 +37,8 @@ pub const DECODE_BUDGET_MAX: u64 = 8 << 30;
 pub struct Input {
     /// File name as shown in the report (no directories), or "-".
     pub filename: String,
-    /// The bytes (a large file on disk mapped: [`bytes::Bytes`]).
-    pub bytes: bytes::Bytes,
+    /// The bytes.
+    pub bytes: Vec<u8>,
     /// Where a .gltf's external resources come from.
     pub resolver: Box<dyn Resolver>,
 }
@@ -47,13 +46,12 @@ pub struct Input {
 impl Input {
     /// Bytes with no external resources (a lone upload).
     pub fn from_bytes(filename: impl Into<String>, bytes: Vec<u8>) -> Input {
-        Input { filename: filename.into(), bytes: bytes.into(), resolver: Box::new(bundle::NoResources) }
+        Input { filename: filename.into(), bytes, resolver: Box::new(bundle::NoResources) }
     }
 
-    /// A file on disk, mapped when it is large ([`bytes::Bytes::read`]); a
-    /// .gltf's resources resolve beside it.
+    /// A file on disk; a .gltf's resources resolve beside it.
     pub fn from_path(path: &std::path::Path) -> std::io::Result<Input> {
-        let bytes = bytes::Bytes::read(path)?;
+        let bytes = std::fs::read(path)?;
         let filename =
             path.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_else(|| path.display().to_string());
         Ok(Input { filename, bytes, resolver: Box::new(bundle::DirResolver::new(bundle::parent_dir(path))) })
@@ -169,7 +167,7 @@ pub struct Opened {
     /// The report's `input` block.
     pub info: InputInfo,
     /// The GLB or .gltf bytes (the input itself, or the bundle's main file).
-    pub main: bytes::Bytes,
+    pub main: Vec<u8>,
     /// External resources, relative to the main file (shared, so that the
     /// validator can keep reading them after the main bytes are dropped).
     pub resolver: std::sync::Arc<dyn Resolver>,
@@ -193,23 +191,18 @@ pub fn open(input: Input) -> Result<Opened> {
     let Input { filename, bytes, resolver } = input;
     let input_bytes = bytes.len() as u64;
     let kind = sniff(&bytes)?;
-    let (format, main_file, main, resolver, sha256): (
-        InputFormat,
-        Option<String>,
-        bytes::Bytes,
-        Box<dyn Resolver>,
-        String,
-    ) = match kind {
-        Sniffed::Glb => (InputFormat::Glb, None, bytes, resolver, String::new()),
-        Sniffed::Json => (InputFormat::Gltf, None, bytes, resolver, String::new()),
-        Sniffed::Zip => {
-            let (sha256, zipped) = rayon::join(|| sha256_hex(&bytes), || bundle::ZipBundle::open(&bytes));
-            let mut zipped = zipped?;
-            let main_file = zipped.main_file.clone();
-            let main = zipped.take_main().into();
-            (InputFormat::Zip, Some(main_file), main, Box::new(zipped.into_resolver()), sha256)
-        }
-    };
+    let (format, main_file, main, resolver, sha256): (InputFormat, Option<String>, Vec<u8>, Box<dyn Resolver>, String) =
+        match kind {
+            Sniffed::Glb => (InputFormat::Glb, None, bytes, resolver, String::new()),
+            Sniffed::Json => (InputFormat::Gltf, None, bytes, resolver, String::new()),
+            Sniffed::Zip => {
+                let (sha256, zipped) = rayon::join(|| sha256_hex(&bytes), || bundle::ZipBundle::open(&bytes));
+                let mut zipped = zipped?;
+                let main_file = zipped.main_file.clone();
+                let main = zipped.take_main();
+                (InputFormat::Zip, Some(main_file), main, Box::new(zipped.into_resolver()), sha256)
+            }
+        };
     let info = InputInfo { filename, format, bytes: input_bytes, sha256, main_file };
     Ok(Opened { info, main, resolver: resolver.into() })
 }
