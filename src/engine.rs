@@ -1088,7 +1088,7 @@ mod tests {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     #[test]
     fn blocks_past_the_steady_threshold_are_mapped_after_a_larger_one_is_freed() {
-        if !crate::memory::alone(
+        if !crate::testing::alone(
             "engine::tests::blocks_past_the_steady_threshold_are_mapped_after_a_larger_one_is_freed",
         ) {
             return;

@@ -32,6 +32,8 @@ pub mod report;
 pub mod server;
 #[cfg(feature = "serve")]
 pub mod store;
+#[cfg(test)]
+pub(crate) mod testing;
 pub mod validator;
 #[cfg(feature = "vision")]
 pub mod vision;

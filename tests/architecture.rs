@@ -27,6 +27,7 @@ const LAYERS: &[&[&str]] = &[
     &["report"],
     &["error"],
     &["memory"],
+    &["testing"],
 ];
 
 /// One source file: its module path (`["asset", "scene"]`) and its text.
