@@ -386,10 +386,19 @@ pub fn stretch(cx: &Ctx<'_>) -> CheckOutput {
             let (sx, sy) = (w as f64 / side, h as f64 / side);
             let (samples, visited) = per_set.entry(set).or_default();
             let start = samples.len();
-            guv::extend_measured(samples, p.triangles.len(), *visited, |ti| {
-                let (corners, uv) = placed_corners(p, inst, uvs, ti)?;
-                let uv = uv.map(|q| [q[0] as f64 * sx, q[1] as f64 * sy]);
-                guv::triangle_stretch(corners, uv).map(|(area, ratio)| (ratio, area))
+            // Four triangles at a time: their square roots and divisions
+            // share the vector registers (`triangle_stretch4`).
+            let n = p.triangles.len();
+            guv::extend_measured4(samples, n, *visited, |i| {
+                let (mut corners, mut uv, mut ok) = ([[[0.0; 3]; 3]; 4], [[[0.0; 2]; 3]; 4], [false; 4]);
+                for k in 0..4 {
+                    if let Some((c, q)) = (i + k < n).then(|| placed_corners(p, inst, uvs, i + k)).flatten() {
+                        corners[k] = c;
+                        uv[k] = q.map(|q| [q[0] as f64 * sx, q[1] as f64 * sy]);
+                        ok[k] = true;
+                    }
+                }
+                guv::triangle_stretch4(&corners, &uv, ok).map(|s| s.map(|(area, ratio)| (ratio, area)))
             });
             *visited += p.triangles.len();
             stretched |= samples[start..].iter().any(|s| ({ s.value }) > max_ratio);
@@ -861,9 +870,16 @@ pub fn texel_density(cx: &Ctx<'_>) -> CheckOutput {
             else {
                 continue;
             };
-            guv::extend_measured(&mut samples, p.triangles.len(), visited, |ti| {
-                let (corners, uv) = placed_corners(p, inst, uvs, ti)?;
-                guv::texel_density(corners, uv, w as f64, h as f64).map(|(area, d)| (d, area))
+            // Four triangles at a time, as UV-004 measures them.
+            let n = p.triangles.len();
+            guv::extend_measured4(&mut samples, n, visited, |i| {
+                let (mut corners, mut uv, mut ok) = ([[[0.0; 3]; 3]; 4], [[[0.0; 2]; 3]; 4], [false; 4]);
+                for k in 0..4 {
+                    if let Some((c, q)) = (i + k < n).then(|| placed_corners(p, inst, uvs, i + k)).flatten() {
+                        (corners[k], uv[k], ok[k]) = (c, q, true);
+                    }
+                }
+                guv::texel_density4(&corners, &uv, ok, w as f64, h as f64).map(|s| s.map(|(area, d)| (d, area)))
             });
             visited += p.triangles.len();
         }

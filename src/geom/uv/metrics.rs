@@ -126,6 +126,70 @@ pub fn texel_density(p: [[f64; 3]; 3], uv: [[f32; 2]; 3], width: f64, height: f6
     density.is_finite().then_some((area, density))
 }
 
+/// [`texel_density`] of four triangles at once, lane by lane the same
+/// operations in the same order (the branches are selects), so the same
+/// bits; where the CPU has AVX2 the lanes share the square roots and the
+/// division (as `stretch::triangle_stretch4` does for UV-004). A lane
+/// with `ok` false is left out.
+pub fn texel_density4(
+    p: &[[[f64; 3]; 3]; 4],
+    uv: &[[[f32; 2]; 3]; 4],
+    ok: [bool; 4],
+    width: f64,
+    height: f64,
+) -> [Option<(f64, f64)>; 4] {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx2") {
+        // SAFETY: the CPU has AVX2, checked just above.
+        return unsafe { density4_avx2(p, uv, ok, width, height) };
+    }
+    density4_in(p, uv, ok, width, height)
+}
+
+/// [`density4_in`] compiled for AVX2 (not FMA: the same roundings).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+fn density4_avx2(
+    p: &[[[f64; 3]; 3]; 4],
+    uv: &[[[f32; 2]; 3]; 4],
+    ok: [bool; 4],
+    width: f64,
+    height: f64,
+) -> [Option<(f64, f64)>; 4] {
+    density4_in(p, uv, ok, width, height)
+}
+
+/// Four lanes of one operation.
+#[inline(always)]
+fn lanes(f: impl Fn(usize) -> f64) -> [f64; 4] {
+    [f(0), f(1), f(2), f(3)]
+}
+
+/// [`texel_density4`]'s body: [`texel_density`] written lane-wise.
+#[inline(always)]
+fn density4_in(
+    p: &[[[f64; 3]; 3]; 4],
+    uv: &[[[f32; 2]; 3]; 4],
+    ok: [bool; 4],
+    width: f64,
+    height: f64,
+) -> [Option<(f64, f64)>; 4] {
+    let e1: [[f64; 4]; 3] = [0, 1, 2].map(|c| lanes(|k| p[k][1][c] - p[k][0][c]));
+    let e2: [[f64; 4]; 3] = [0, 1, 2].map(|c| lanes(|k| p[k][2][c] - p[k][0][c]));
+    let c = [
+        lanes(|k| e1[1][k] * e2[2][k] - e1[2][k] * e2[1][k]),
+        lanes(|k| e1[2][k] * e2[0][k] - e1[0][k] * e2[2][k]),
+        lanes(|k| e1[0][k] * e2[1][k] - e1[1][k] * e2[0][k]),
+    ];
+    let area = lanes(|k| 0.5 * (c[0][k] * c[0][k] + c[1][k] * c[1][k] + c[2][k] * c[2][k]).sqrt());
+    let uv_area = lanes(|k| 0.5 * uv_signed_area2(uv[k][0], uv[k][1], uv[k][2]).abs());
+    let density = lanes(|k| (uv_area[k] * width * height / area[k]).sqrt());
+    std::array::from_fn(|k| {
+        let measurable = area[k].is_finite() && area[k] > 0.0 && uv_area[k].is_finite() && density[k].is_finite();
+        (ok[k] && measurable).then_some((area[k], density[k]))
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -158,5 +222,42 @@ mod tests {
         let (_, d) = texel_density(p2, [[0.0, 0.5], [0.5, 0.5], [0.5, 0.0]], 1024.0, 1024.0).unwrap();
         assert!((d - 256.0).abs() < 1e-9);
         assert_eq!(texel_density([[0.0; 3]; 3], [[0.0; 2]; 3], 1.0, 1.0), None);
+    }
+
+    #[test]
+    fn four_lanes_are_the_scalar_density_to_the_bit() {
+        let mut rng = crate::geom::testrng::XorShift::new(0xde45_17e4_0000_0008);
+        let mut prev = 0.0f64;
+        let mut next = |rng: &mut crate::geom::testrng::XorShift| {
+            prev = match rng.below(40) {
+                0 => 0.0,
+                1 => -0.0,
+                2 => f64::NAN,
+                3 => f64::INFINITY,
+                4 => 1e-200 * rng.unit(),
+                5 => 1e200 * (rng.unit() - 0.5),
+                6 => 3e38,
+                7..=9 => prev,
+                _ => rng.unit() * 4.0 - 2.0,
+            };
+            prev
+        };
+        let bits = |r: Option<(f64, f64)>| r.map(|(a, b)| (a.to_bits(), b.to_bits()));
+        let mut measured = 0;
+        for round in 0..50_000 {
+            let p: [[[f64; 3]; 3]; 4] =
+                std::array::from_fn(|_| std::array::from_fn(|_| std::array::from_fn(|_| next(&mut rng))));
+            let uv: [[[f32; 2]; 3]; 4] =
+                std::array::from_fn(|_| std::array::from_fn(|_| std::array::from_fn(|_| next(&mut rng) as f32)));
+            let ok: [bool; 4] = std::array::from_fn(|_| rng.below(8) != 0);
+            let (w, h) = if round % 2 == 0 { (1000.0, 600.0) } else { (3.0, 7.0) };
+            let want: [Option<(f64, f64)>; 4] =
+                std::array::from_fn(|k| if ok[k] { texel_density(p[k], uv[k], w, h) } else { None });
+            measured += want.iter().flatten().count();
+            for got in [texel_density4(&p, &uv, ok, w, h), density4_in(&p, &uv, ok, w, h)] {
+                assert_eq!(got.map(bits), want.map(bits), "{p:?} {uv:?} {ok:?}");
+            }
+        }
+        assert!(measured > 30_000, "{measured} lanes measured");
     }
 }

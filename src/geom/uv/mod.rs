@@ -27,8 +27,11 @@ pub mod raster;
 pub mod stretch;
 
 pub use layout::UvMesh;
-pub use metrics::{MirrorStats, RangeStats, mirrored_triangles, texel_density, uv_range};
+pub use metrics::{MirrorStats, RangeStats, mirrored_triangles, texel_density, texel_density4, uv_range};
 pub use overlap::uv_overlap;
 pub use padding::{MAX_SEARCH_TEXELS, PaddingStats, island_padding};
 pub use raster::DEFAULT_RASTER_PX;
-pub use stretch::{StretchStats, Weighted, extend_measured, summarize_stretch, triangle_stretch, weighted_quantiles};
+pub use stretch::{
+    StretchStats, Weighted, extend_measured4, summarize_stretch, triangle_stretch, triangle_stretch4,
+    weighted_quantiles,
+};
