@@ -10,6 +10,8 @@
 //! glTF-Asset-Auditor's "inverted" test (`TriangleUv.isCounterClockwise`
 //! on the raw accessor values); zero is neither.
 
+use super::lanes::{edges_and_cross, lanes};
+
 /// Whether a UV lies in the closed \[0,1\] square (a NaN does not).
 #[inline]
 pub fn inside_unit_square(uv: [f32; 2]) -> bool {
@@ -159,12 +161,6 @@ fn density4_avx2(
     density4_in(p, uv, ok, width, height)
 }
 
-/// Four lanes of one operation.
-#[inline(always)]
-fn lanes(f: impl Fn(usize) -> f64) -> [f64; 4] {
-    [f(0), f(1), f(2), f(3)]
-}
-
 /// [`texel_density4`]'s body: [`texel_density`] written lane-wise.
 #[inline(always)]
 fn density4_in(
@@ -174,13 +170,7 @@ fn density4_in(
     width: f64,
     height: f64,
 ) -> [Option<(f64, f64)>; 4] {
-    let e1: [[f64; 4]; 3] = [0, 1, 2].map(|c| lanes(|k| p[k][1][c] - p[k][0][c]));
-    let e2: [[f64; 4]; 3] = [0, 1, 2].map(|c| lanes(|k| p[k][2][c] - p[k][0][c]));
-    let c = [
-        lanes(|k| e1[1][k] * e2[2][k] - e1[2][k] * e2[1][k]),
-        lanes(|k| e1[2][k] * e2[0][k] - e1[0][k] * e2[2][k]),
-        lanes(|k| e1[0][k] * e2[1][k] - e1[1][k] * e2[0][k]),
-    ];
+    let [_, _, c] = edges_and_cross(p);
     let area = lanes(|k| 0.5 * (c[0][k] * c[0][k] + c[1][k] * c[1][k] + c[2][k] * c[2][k]).sqrt());
     let uv_area = lanes(|k| 0.5 * uv_signed_area2(uv[k][0], uv[k][1], uv[k][2]).abs());
     let density = lanes(|k| (uv_area[k] * width * height / area[k]).sqrt());

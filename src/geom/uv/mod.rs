@@ -14,11 +14,14 @@
 //! - [`stretch`]: texel stretch (UV-004).
 //! - [`metrics`]: UVs outside \[0,1\] (UV-006), mirrored UV triangles (UV-007)
 //!   and texel density (UV-008).
+//! - [`lanes`]: four lanes of f64 arithmetic, for the measures that take
+//!   four triangles at a time (UV-004, UV-008).
 //!
 //! This file only declares the parts and re-exports the names the UV checks
 //! use (`geom::uv::{UvMesh, uv_overlap, island_padding, ...}`).
 
 pub mod islands;
+pub mod lanes;
 pub mod layout;
 pub mod metrics;
 pub mod overlap;

@@ -4,6 +4,7 @@
 //! per-triangle samples that UV-004 and UV-008 measure on the thread pool,
 //! four triangles at a time ([`extend_measured4`], [`triangle_stretch4`]).
 
+use super::lanes::{edges_and_cross, lanes};
 use rayon::prelude::*;
 use std::cmp::Ordering;
 
@@ -95,23 +96,11 @@ fn stretch4_avx2(p: &[[[f64; 3]; 3]; 4], uv: &[[[f64; 2]; 3]; 4], ok: [bool; 4])
     stretch4_in(p, uv, ok)
 }
 
-/// Four lanes of one operation.
-#[inline(always)]
-fn lanes(f: impl Fn(usize) -> f64) -> [f64; 4] {
-    [f(0), f(1), f(2), f(3)]
-}
-
 /// [`triangle_stretch4`]'s body: [`triangle_stretch`] written lane-wise,
 /// each of its early returns a mask.
 #[inline(always)]
 fn stretch4_in(p: &[[[f64; 3]; 3]; 4], uv: &[[[f64; 2]; 3]; 4], ok: [bool; 4]) -> [Option<(f64, f64)>; 4] {
-    let e1: [[f64; 4]; 3] = [0, 1, 2].map(|c| lanes(|k| p[k][1][c] - p[k][0][c]));
-    let e2: [[f64; 4]; 3] = [0, 1, 2].map(|c| lanes(|k| p[k][2][c] - p[k][0][c]));
-    let cross = [
-        lanes(|k| e1[1][k] * e2[2][k] - e1[2][k] * e2[1][k]),
-        lanes(|k| e1[2][k] * e2[0][k] - e1[0][k] * e2[2][k]),
-        lanes(|k| e1[0][k] * e2[1][k] - e1[1][k] * e2[0][k]),
-    ];
+    let [e1, e2, cross] = edges_and_cross(p);
     let dot =
         |a: &[[f64; 4]; 3], b: &[[f64; 4]; 3]| lanes(|k| a[0][k] * b[0][k] + a[1][k] * b[1][k] + a[2][k] * b[2][k]);
     let (l1sq, l2sq, a2sq, e12) = (dot(&e1, &e1), dot(&e2, &e2), dot(&cross, &cross), dot(&e1, &e2));
