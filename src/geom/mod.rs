@@ -9,6 +9,7 @@ pub mod kept;
 pub mod mat4;
 pub mod mesh;
 pub mod overdraw;
+pub mod parts;
 pub mod prefetch;
 #[cfg(test)]
 pub(crate) mod testrng;

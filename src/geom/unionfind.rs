@@ -1,8 +1,10 @@
 //! Union-find (disjoint sets) over `u32` elements, with path halving and
 //! union by rank: the weld, the shells, GEO-008's fans, the boundary loops
-//! and the UV islands all group with it.
+//! and the UV islands all group with it. [`SharedUnionFind`] takes unions
+//! from several threads at once (the weld's walk in parts).
 
 use super::bits::Bits;
+use std::sync::atomic::{AtomicU32, Ordering};
 
 /// Union-find with path halving and union by rank, 5 bytes an element (the
 /// rank is a byte: it never exceeds log2 of the element count). Which
@@ -92,6 +94,67 @@ impl UnionFind {
     }
 }
 
+/// A union-find that several threads join into at once: a root is
+/// always linked under a smaller element (its parent stays below it, so no
+/// link makes a cycle), by a compare-and-swap that fails if the root was
+/// linked meanwhile (the union then starts again from the new roots), and
+/// paths are halved as they are walked. 4 bytes an element. The sets, and
+/// so [`SharedUnionFind::labels`], do not depend on how the threads' unions
+/// interleave.
+#[derive(Debug)]
+pub struct SharedUnionFind {
+    parent: Vec<AtomicU32>,
+}
+
+impl SharedUnionFind {
+    /// `n` singletons.
+    pub fn new(n: usize) -> SharedUnionFind {
+        SharedUnionFind { parent: (0..n as u32).map(AtomicU32::new).collect() }
+    }
+
+    /// The representative of `x` when it is read (another thread may link
+    /// it under another at any time).
+    fn find(&self, mut x: u32) -> u32 {
+        loop {
+            let p = self.parent[x as usize].load(Ordering::Relaxed);
+            if p == x {
+                return x;
+            }
+            let g = self.parent[p as usize].load(Ordering::Relaxed);
+            if g != p {
+                // Halving: x skips to its grandparent, which is below its
+                // parent; losing the race to another write changes nothing.
+                let _ = self.parent[x as usize].compare_exchange(p, g, Ordering::Relaxed, Ordering::Relaxed);
+            }
+            x = g;
+        }
+    }
+
+    /// Joins the sets of `a` and `b`.
+    pub fn union(&self, a: u32, b: u32) {
+        let (mut a, mut b) = (a, b);
+        loop {
+            let (ra, rb) = (self.find(a), self.find(b));
+            if ra == rb {
+                return;
+            }
+            let (high, low) = if ra > rb { (ra, rb) } else { (rb, ra) };
+            // Linked only if `high` is still a root.
+            if self.parent[high as usize].compare_exchange(high, low, Ordering::Relaxed, Ordering::Relaxed).is_ok() {
+                return;
+            }
+            (a, b) = (ra, rb);
+        }
+    }
+
+    /// [`UnionFind::labels`] of the sets joined (every thread's unions
+    /// done: the caller holds it whole again).
+    pub fn labels(self) -> (Vec<u32>, usize) {
+        let parent: Vec<u32> = self.parent.into_iter().map(AtomicU32::into_inner).collect();
+        UnionFind { parent, rank: Vec::new() }.labels()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -123,6 +186,29 @@ mod tests {
             k += 1;
         }
         label
+    }
+
+    #[test]
+    fn shared_unions_from_several_threads_find_the_components() {
+        use rayon::prelude::*;
+        let mut rng = crate::geom::testrng::XorShift::new(0x51ed_2701_9a3c_44b1);
+        for n in [1u32, 2, 10, 1000, 50_000] {
+            // Pairs mostly close together (long chains, as a weld's seams
+            // make) and some anywhere (sets merging across the threads).
+            let mut pairs = Vec::new();
+            for i in 0..n {
+                let b = if rng.below(8) == 0 { rng.below(u64::from(n)) as u32 } else { (i + 1).min(n - 1) };
+                if rng.below(3) != 0 {
+                    pairs.push((i, b));
+                }
+            }
+            let want = flood(n as usize, &pairs);
+            let shared = SharedUnionFind::new(n as usize);
+            pairs.par_chunks(97).for_each(|c| c.iter().for_each(|&(a, b)| shared.union(a, b)));
+            let (labels, k) = shared.labels();
+            assert_eq!(labels, want, "n = {n}");
+            assert_eq!(k, want.iter().map(|&l| l as usize + 1).max().unwrap_or(0));
+        }
     }
 
     #[test]
