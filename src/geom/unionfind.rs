@@ -151,6 +151,9 @@ impl SharedUnionFind {
     /// done: the caller holds it whole again).
     pub fn labels(self) -> (Vec<u32>, usize) {
         let parent: Vec<u32> = self.parent.into_iter().map(AtomicU32::into_inner).collect();
+        // The same forest as a plain union-find's; labelling reads only
+        // the parents (ranks matter only to further unions, and there are
+        // none).
         UnionFind { parent, rank: Vec::new() }.labels()
     }
 }
