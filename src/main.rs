@@ -1,11 +1,12 @@
 //! The `meshcheck` binary: a thin front over the library's CLI.
 //!
-//! The allocator is the system one, with one twist on Linux: allocations of
-//! 4 MiB or more (vertex, index and edge arrays of large meshes) are marked
-//! for transparent huge pages with `madvise(MADV_HUGEPAGE)`. Filling a fresh
-//! 100 MB array otherwise takes 25,000 page faults; with 2 MiB pages it takes
-//! 50, which cut the geometry pass on a 1M-triangle mesh by about a quarter
-//! (BENCHMARKS.md). Where the kernel has huge pages off, the call does nothing.
+//! The allocator is the system one, with one twist on Linux: once the
+//! engine or the service asks, freed blocks of 4 MiB or more (vertex, index
+//! and edge arrays of large meshes) are kept and reused instead of being
+//! handed back and zeroed again by the kernel (`memory`'s header). Large
+//! blocks are not hinted for huge pages: on a host that takes free memory
+//! back (free page reporting), a fresh huge page cost seven times what
+//! small pages do to first write (BENCHMARKS.md, "Twenty-second step").
 //!
 //! glibc's mmap threshold is left to glibc here. A fixed 1 MiB threshold
 //! lowered the peak of a 36 MB GLB by about 40 MB but made folder runs of

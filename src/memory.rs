@@ -1,26 +1,35 @@
 //! The process's allocator ([`Allocator`], installed by the `meshcheck`
-//! binary): the system allocator, with two things added on Linux for large
+//! binary): the system allocator, with one thing added on Linux for large
 //! blocks (at least [`LARGE_BYTES`]: the vertex, index, edge and sample
 //! arrays of large meshes).
 //!
-//! 1. **Huge pages.** Every large block is marked for transparent huge
-//!    pages with `madvise(MADV_HUGEPAGE)`. Filling a fresh 100 MB array
-//!    otherwise takes 25,000 page faults; with 2 MiB pages it takes 50,
-//!    which cut the geometry pass on a 1M-triangle mesh by about a quarter
-//!    (BENCHMARKS.md). Where the kernel has huge pages off, the call does
-//!    nothing.
-//! 2. **Freed large blocks are reused, not handed back at once**, once the
-//!    process has asked for it ([`reuse_large_blocks`]: the engine does
-//!    before an input over 16 MiB, the service at start). From then on
-//!    every large block is a mapping of its own, made here rather than by
-//!    glibc. A freed one is kept ([`CACHED_SLOTS`], one) and serves the
-//!    next large request: in place when it is large enough, its tail
-//!    unmapped, or else grown with `mremap`. Its pages are already there,
-//!    so the kernel neither faults them in nor zeroes them again. A
-//!    1.3M-triangle check run maps about 310 MB of large blocks in all, for
-//!    a peak of about 95 MB, and the kernel's zeroing of fresh pages was
-//!    11-15 % of its CPU; keeping one block took 3-8 % off the large
-//!    spheres' check runs (BENCHMARKS.md, "Eighteenth step").
+//! **Freed large blocks are reused, not handed back at once**, once the
+//! process has asked for it ([`reuse_large_blocks`]: the engine does before
+//! an input over 16 MiB, the service at start). From then on every large
+//! block is a mapping of its own, made here rather than by glibc. A freed
+//! one is kept ([`CACHED_SLOTS`], one) and serves the next large request:
+//! in place when it is large enough, its tail unmapped, or else grown with
+//! `mremap`. Its pages are already there, so the kernel neither faults
+//! them in nor zeroes them again. A 1.3M-triangle check run maps about 310
+//! MB of large blocks in all, for a peak of about 95 MB, and the kernel's
+//! zeroing of fresh pages was 11-15 % of its CPU; keeping one block took
+//! 3-8 % off the large spheres' check runs (BENCHMARKS.md, "Eighteenth
+//! step").
+//!
+//! **No huge-page hint.** Large blocks are left to the kernel's own
+//! transparent-huge-page policy (`/sys/kernel/mm/transparent_hugepage`):
+//! huge pages where it is `always`, small ones where it is `madvise`.
+//! They used to be hinted (`madvise(MADV_HUGEPAGE)`), which is fast only
+//! while the kernel's free huge pages are still backed by the host. On a
+//! guest with free page reporting (this project's machines), free memory
+//! is handed back to the host a few seconds after it is freed, and a huge
+//! page carved from it then costs 23 times what a backed one does to
+//! first write (0.35 against 8 GB/s; small pages 2.4 GB/s whatever the
+//! host did). With the hint, s13 (1.3M triangles) was 25-45 ms faster
+//! when runs followed each other closely and 30-100 ms slower after
+//! twenty idle seconds (a CLI run, a service job after a pause); the 128
+//! MB sphere was 7-10 % slower either way (BENCHMARKS.md, "Twenty-second
+//! step"). Small pages cost the same in every state.
 //!
 //! **The peak.** A kept block's pages stay resident, while a live block's
 //! pages count only once written, so keeping can raise the peak: with
@@ -44,8 +53,8 @@
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicBool, Ordering};
 
-/// Blocks at least this large are hinted for huge pages and, once
-/// [`reuse_large_blocks`] has run, mapped and reused here.
+/// Blocks at least this large are, once [`reuse_large_blocks`] has run,
+/// mapped and reused here.
 pub const LARGE_BYTES: usize = 4 << 20;
 
 /// Freed large blocks kept for reuse, at most (see the module's header:
@@ -107,26 +116,6 @@ fn large(layout: Layout) -> bool {
     layout.size() >= LARGE_BYTES && layout.align() <= PAGE
 }
 
-#[cfg(target_os = "linux")]
-fn hint(ptr: *mut u8, size: usize) {
-    if ptr.is_null() || size < LARGE_BYTES {
-        return;
-    }
-    // madvise needs a page-aligned start; hint the whole pages inside the block.
-    let start = (ptr as usize).next_multiple_of(PAGE);
-    let end = (ptr as usize + size) & !(PAGE - 1);
-    if end > start {
-        // SAFETY: the range lies inside a block we were just given; the hint
-        // changes no contents and its failure is harmless.
-        unsafe {
-            libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_HUGEPAGE);
-        }
-    }
-}
-
-#[cfg(not(target_os = "linux"))]
-fn hint(_ptr: *mut u8, _size: usize) {}
-
 /// The blocks of this module's own: those alive, and those kept. Each is
 /// `(address, mapped length)`; address 0 marks a free slot.
 #[cfg(target_os = "linux")]
@@ -150,8 +139,8 @@ fn mapped_len(size: usize) -> Option<usize> {
     size.checked_next_multiple_of(PAGE)
 }
 
-/// A fresh anonymous mapping of `len` bytes, hinted for huge pages; null
-/// when the system refuses it.
+/// A fresh anonymous mapping of `len` bytes; null when the system refuses
+/// it.
 #[cfg(target_os = "linux")]
 fn map(len: usize) -> *mut u8 {
     // SAFETY: a new private anonymous mapping; it aliases nothing.
@@ -168,7 +157,6 @@ fn map(len: usize) -> *mut u8 {
     if p == libc::MAP_FAILED {
         return std::ptr::null_mut();
     }
-    hint(p.cast(), len);
     p.cast()
 }
 
@@ -192,9 +180,6 @@ fn remap(addr: usize, old: usize, new: usize) -> *mut u8 {
     let p = unsafe { libc::mremap(addr as *mut libc::c_void, old, new, libc::MREMAP_MAYMOVE) };
     if p == libc::MAP_FAILED {
         return std::ptr::null_mut();
-    }
-    if new > old {
-        hint(p.cast(), new);
     }
     p.cast()
 }
@@ -326,9 +311,7 @@ unsafe impl GlobalAlloc for Allocator {
             return p;
         }
         // SAFETY: forwarded with the caller's layout.
-        let p = unsafe { System.alloc(layout) };
-        hint(p, layout.size());
-        p
+        unsafe { System.alloc(layout) }
     }
 
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
@@ -336,9 +319,7 @@ unsafe impl GlobalAlloc for Allocator {
             return p;
         }
         // SAFETY: forwarded with the caller's layout.
-        let p = unsafe { System.alloc_zeroed(layout) };
-        hint(p, layout.size());
-        p
+        unsafe { System.alloc_zeroed(layout) }
     }
 
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
@@ -397,9 +378,7 @@ unsafe impl GlobalAlloc for Allocator {
             return p;
         }
         // SAFETY: forwarded with the caller's arguments.
-        let p = unsafe { System.realloc(ptr, layout, new_size) };
-        hint(p, new_size);
-        p
+        unsafe { System.realloc(ptr, layout, new_size) }
     }
 }
 
@@ -565,6 +544,61 @@ mod tests {
             }
             release_cached();
             assert_eq!(cached(), (0, 0));
+        }
+    }
+
+    /// The `VmFlags` of the mapping holding `p` (`/proc/self/smaps`).
+    #[cfg(target_os = "linux")]
+    fn vm_flags(p: *const u8) -> String {
+        let smaps = std::fs::read_to_string("/proc/self/smaps").expect("smaps");
+        let mut inside = false;
+        for line in smaps.lines() {
+            let range = line.split_once(' ').map(|(r, _)| r).and_then(|r| r.split_once('-'));
+            if let Some((lo, hi)) = range
+                && let (Ok(lo), Ok(hi)) = (usize::from_str_radix(lo, 16), usize::from_str_radix(hi, 16))
+            {
+                inside = (lo..hi).contains(&(p as usize));
+            } else if inside && let Some(flags) = line.strip_prefix("VmFlags:") {
+                return flags.trim().to_string();
+            }
+        }
+        panic!("no mapping holds {p:?}")
+    }
+
+    #[test]
+    #[cfg(target_os = "linux")]
+    fn large_blocks_are_left_to_the_kernels_huge_page_policy() {
+        if !crate::testing::alone("memory::tests::large_blocks_are_left_to_the_kernels_huge_page_policy") {
+            return;
+        }
+        let hinted = |p: *const u8| vm_flags(p).split(' ').any(|f| f == "hg");
+        let a = Allocator;
+        // SAFETY (every block below): allocated with the layout it is freed
+        // and reallocated with, and written within its size.
+        unsafe {
+            // The reader sees a hint where there is one.
+            let control = a.alloc(layout(6 * MIB));
+            fill(control, 6 * MIB, 3);
+            let start = (control as usize).next_multiple_of(PAGE);
+            if libc::madvise(start as *mut libc::c_void, 4 * MIB, libc::MADV_HUGEPAGE) == 0 {
+                assert!(hinted(start as *const u8), "{}", vm_flags(start as *const u8));
+            }
+            a.dealloc(control, layout(6 * MIB));
+            // glibc's large blocks (before the switch), then this module's,
+            // new and grown: none hinted.
+            let early = a.alloc(layout(6 * MIB));
+            fill(early, 6 * MIB, 1);
+            assert!(!hinted(early), "{}", vm_flags(early));
+            a.dealloc(early, layout(6 * MIB));
+            reuse_large_blocks();
+            let own = a.alloc(layout(6 * MIB));
+            fill(own, 6 * MIB, 2);
+            assert!(a.is_own(own, layout(6 * MIB)) && !hinted(own), "{}", vm_flags(own));
+            let grown = a.realloc(own, layout(6 * MIB), 13 * MIB);
+            fill(grown, 13 * MIB, 4);
+            assert!(a.is_own(grown, layout(13 * MIB)) && !hinted(grown), "{}", vm_flags(grown));
+            a.dealloc(grown, layout(13 * MIB));
+            release_cached();
         }
     }
 }
