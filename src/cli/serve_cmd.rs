@@ -296,9 +296,11 @@ pub fn serve(args: ServeArgs) -> Result<i32> {
     let format = args.log_format.or(file.log_format).unwrap_or(LogFormat::Text);
     let metrics_addr = args.metrics_addr.or(file.metrics_addr);
     init_logging(format);
-    // Each job's large arrays in mappings of their own, so that one job's
-    // freed memory is not the floor under the next one's peak.
+    // Each job's large arrays in mappings of their own, and what every job
+    // freed handed back once it is done, so that one job's freed memory is
+    // not the floor under the next one's peak.
     crate::engine::steady_large_blocks();
+    crate::engine::hand_back_after_every_input();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
