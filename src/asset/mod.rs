@@ -51,7 +51,18 @@ impl Input {
 
     /// A file on disk; a .gltf's resources resolve beside it.
     pub fn from_path(path: &std::path::Path) -> std::io::Result<Input> {
-        let bytes = std::fs::read(path)?;
+        use std::io::Read;
+        // Read whole into a block of the file's size whose pages are
+        // faulted in at once (`memory::prefault`), as `std::fs::read` would
+        // read it otherwise.
+        let mut file = std::fs::File::open(path)?;
+        let size = file.metadata().map(|m| m.len()).unwrap_or(0);
+        let mut bytes = Vec::new();
+        bytes
+            .try_reserve_exact(usize::try_from(size).unwrap_or(usize::MAX))
+            .map_err(|_| std::io::Error::new(std::io::ErrorKind::OutOfMemory, "the file is larger than memory"))?;
+        crate::memory::prefault(bytes.spare_capacity_mut());
+        file.read_to_end(&mut bytes)?;
         let filename =
             path.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_else(|| path.display().to_string());
         Ok(Input { filename, bytes, resolver: Box::new(bundle::DirResolver::new(bundle::parent_dir(path))) })
