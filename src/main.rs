@@ -3,8 +3,9 @@
 //! The allocator is the system one, with one twist on Linux: once the
 //! engine or the service asks, freed blocks of 4 MiB or more (vertex, index
 //! and edge arrays of large meshes) are kept and reused instead of being
-//! handed back and zeroed again by the kernel (`memory`'s header). Large
-//! blocks are not hinted for huge pages: on a host that takes free memory
+//! handed back and zeroed again by the kernel, and fresh ones are faulted
+//! in at once (`memory`'s header). Large blocks are not hinted for huge
+//! pages: on a host that takes free memory
 //! back (free page reporting), a fresh huge page cost seven times what
 //! small pages do to first write (BENCHMARKS.md, "Twenty-second step").
 //!

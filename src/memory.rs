@@ -1,7 +1,9 @@
 //! The process's allocator ([`Allocator`], installed by the `meshcheck`
-//! binary): the system allocator, with one thing added on Linux for large
+//! binary): the system allocator, with two things added on Linux for large
 //! blocks (at least [`LARGE_BYTES`]: the vertex, index, edge and sample
-//! arrays of large meshes).
+//! arrays of large meshes), reuse and faulting in at once, and one left
+//! out, the huge-page hint. [`prefault`] does the second for a buffer the
+//! caller is about to fill (a file read whole).
 //!
 //! **Freed large blocks are reused, not handed back at once**, once the
 //! process has asked for it ([`reuse_large_blocks`]: the engine does before
@@ -21,6 +23,10 @@
 //! pages in one call costs two thirds of a fault for each 4 KiB (64 MB:
 //! 16.7 against 25.3 ms). A block grown with `mremap` gets its new tail
 //! page by page, as written: a growing vector's spare half may never be.
+//! Only sizes the program asked for are populated, as a fresh mapping
+//! would be once written; an array sized for a worst case and filled in
+//! part holds all its pages (no large one here is: the counting sorts,
+//! tables and rasters are written through, the candidate lists grow).
 //! The peaks of s13 and of the scale benchmark's spheres did not move;
 //! s13's checks took 0.085 s less CPU, the 128 MB sphere's 0.28 s
 //! (BENCHMARKS.md, "Twenty-second step").
