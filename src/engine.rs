@@ -1152,7 +1152,7 @@ mod tests {
         };
         let input = || super::Input::from_bytes("tiny.gltf", br#"{"asset":{"version":"2.0"}}"#.to_vec());
         let opts = super::Options {
-            selection: super::Selection::parse(&[], &["SPEC-001".into()]).unwrap(),
+            selection: super::Selection::parse(&[], &[crate::checks::spec::VALIDATOR.id.into()]).unwrap(),
             ..Default::default()
         };
         // Without the switch the freed blocks stay resident ...
