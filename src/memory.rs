@@ -18,18 +18,18 @@
 //! 3-8 % off the large spheres' check runs (BENCHMARKS.md, "Eighteenth
 //! step").
 //!
-//! **Fresh mappings are faulted in at once** (`MAP_POPULATE`): a large
-//! block is an array about to be filled, and the kernel allocating its
-//! pages in one call costs two thirds of a fault for each 4 KiB (64 MB:
-//! 16.7 against 25.3 ms). A block grown with `mremap` gets its new tail
-//! page by page, as written: a growing vector's spare half may never be.
-//! Only sizes the program asked for are populated, as a fresh mapping
-//! would be once written; an array sized for a worst case and filled in
-//! part holds all its pages (no large one here is: the counting sorts,
-//! tables and rasters are written through, the candidate lists grow).
-//! The peaks of s13 and of the scale benchmark's spheres did not move;
-//! s13's checks took 0.085 s less CPU, the 128 MB sphere's 0.28 s
-//! (BENCHMARKS.md, "Twenty-second step").
+//! **Fresh mappings are faulted in at once** (`MAP_POPULATE`) when they
+//! are asked for uninitialised: such a block is an array about to be
+//! filled, and the kernel allocating its pages in one call costs two
+//! thirds of a fault for each 4 KiB (64 MB: 16.7 against 25.3 ms). A
+//! zeroed block is left to fault as it is written (a raster or a table
+//! may be written only where it is used, and its untouched pages cost
+//! nothing), and so is the new tail of a block grown with `mremap` (a
+//! growing vector's spare half may never be written). The peaks of s13
+//! and of the scale benchmark's spheres did not move; s13's checks took
+//! 0.045 s less CPU, the 128 MB sphere's 0.135 s (populating the zeroed
+//! blocks too saved as much again, for pages a sparse raster would never
+//! have held; BENCHMARKS.md, "Twenty-second step").
 //!
 //! **No huge-page hint.** Large blocks are left to the kernel's own
 //! transparent-huge-page policy (`/sys/kernel/mm/transparent_hugepage`):
@@ -177,16 +177,18 @@ fn mapped_len(size: usize) -> Option<usize> {
 }
 
 /// A fresh anonymous mapping of `len` bytes, its pages faulted in at once
-/// (see the module's header); null when the system refuses it.
+/// when `populate` (see the module's header); null when the system refuses
+/// it.
 #[cfg(target_os = "linux")]
-fn map(len: usize) -> *mut u8 {
+fn map(len: usize, populate: bool) -> *mut u8 {
+    let populate = if populate { libc::MAP_POPULATE } else { 0 };
     // SAFETY: a new private anonymous mapping; it aliases nothing.
     let p = unsafe {
         libc::mmap(
             std::ptr::null_mut(),
             len,
             libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_POPULATE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | populate,
             -1,
             0,
         )
@@ -270,7 +272,7 @@ impl Blocks {
     /// first), or a fresh mapping (every kept one unmapped first). Returns
     /// the address and how many of its first bytes were in use before
     /// (and so hold old contents); null when the system refuses.
-    fn take(&mut self, len: usize) -> (*mut u8, usize) {
+    fn take(&mut self, len: usize, populate: bool) -> (*mut u8, usize) {
         let kept = |c: &&mut (usize, usize)| c.0 != 0;
         if let Some(slot) = self.cached.iter_mut().filter(kept).filter(|c| c.1 >= len).min_by_key(|c| c.1) {
             let (addr, have) = std::mem::take(slot);
@@ -286,12 +288,12 @@ impl Blocks {
                 let p = remap(addr, have, len);
                 if p.is_null() {
                     unmap(addr, have);
-                    (map(len), 0)
+                    (map(len, populate), 0)
                 } else {
                     (p, have)
                 }
             }
-            None => (map(len), 0),
+            None => (map(len, populate), 0),
         }
     }
 }
@@ -309,7 +311,9 @@ impl Allocator {
         let mut b = lock();
         // The table is scanned once: the slot found is the one recorded.
         let slot = b.free_slot()?;
-        let (p, old) = b.take(len);
+        // A zeroed block may be a sparse table, written where it is used:
+        // only an uninitialised one, about to be filled, is faulted in.
+        let (p, old) = b.take(len, !zeroed);
         if !p.is_null() {
             b.live[slot] = (p as usize, len);
         }
@@ -662,9 +666,9 @@ mod tests {
 
     #[test]
     #[cfg(target_os = "linux")]
-    fn fresh_blocks_and_prefaulted_buffers_are_resident_before_they_are_written() {
+    fn fresh_uninitialised_blocks_and_prefaulted_buffers_are_resident_before_they_are_written() {
         if !crate::testing::alone(
-            "memory::tests::fresh_blocks_and_prefaulted_buffers_are_resident_before_they_are_written",
+            "memory::tests::fresh_uninitialised_blocks_and_prefaulted_buffers_are_resident_before_they_are_written",
         ) {
             return;
         }
@@ -684,6 +688,13 @@ mod tests {
             let grew = resident().saturating_sub(before);
             assert!(grew < 4 * MIB, "{grew} bytes resident");
             a.dealloc(grown, layout(24 * MIB));
+            release_cached();
+            // A zeroed one faults as it is written.
+            let before = resident();
+            let zeroed = a.alloc_zeroed(layout(8 * MIB));
+            let grew = resident().saturating_sub(before);
+            assert!(a.is_own(zeroed, layout(8 * MIB)) && grew < 4 * MIB, "{grew} bytes resident");
+            a.dealloc(zeroed, layout(8 * MIB));
             release_cached();
         }
         // A buffer about to be read into: prefaulted when large ...
