@@ -1119,13 +1119,6 @@ mod tests {
         assert_eq!(usable % 4096, 4096 - 16, "usable size {usable}");
     }
 
-    /// Resident memory of this process, bytes (`/proc/self/statm`).
-    #[cfg(target_os = "linux")]
-    fn resident() -> usize {
-        let statm = std::fs::read_to_string("/proc/self/statm").expect("statm");
-        statm.split(' ').nth(1).and_then(|p| p.parse::<usize>().ok()).expect("resident pages") * 4096
-    }
-
     /// After [`super::hand_back_after_every_input`], a small input's run
     /// hands back the free memory in the heap's middle (here 24 MiB of
     /// freed 96 KiB blocks, each held in place by a small live one after
@@ -1157,16 +1150,16 @@ mod tests {
         };
         // Without the switch the freed blocks stay resident ...
         let _pins = fragment();
-        let before = resident();
+        let before = crate::testing::resident();
         super::validate(input(), &opts).unwrap();
-        let kept = resident() as f64 - before as f64;
+        let kept = crate::testing::resident() as f64 - before as f64;
         assert!(kept > -((BLOCKS * BLOCK / 4) as f64), "{kept} bytes handed back unasked");
         // ... with it they go back.
         let _more = fragment();
-        let before = resident();
+        let before = crate::testing::resident();
         super::hand_back_after_every_input();
         super::validate(input(), &opts).unwrap();
-        let back = before - resident();
+        let back = before - crate::testing::resident();
         assert!(back > BLOCKS * BLOCK / 2, "{back} bytes handed back");
     }
 }

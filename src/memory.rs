@@ -657,13 +657,6 @@ mod tests {
         }
     }
 
-    /// Resident memory of this process, bytes (`/proc/self/statm`).
-    #[cfg(target_os = "linux")]
-    fn resident() -> usize {
-        let statm = std::fs::read_to_string("/proc/self/statm").expect("statm");
-        statm.split(' ').nth(1).and_then(|p| p.parse::<usize>().ok()).expect("resident pages") * PAGE
-    }
-
     #[test]
     #[cfg(target_os = "linux")]
     fn fresh_uninitialised_blocks_and_prefaulted_buffers_are_resident_before_they_are_written() {
@@ -678,35 +671,35 @@ mod tests {
         // and reallocated with, and written within its size.
         unsafe {
             // A fresh mapping of this module's: its pages come with it.
-            let before = resident();
+            let before = crate::testing::resident();
             let own = a.alloc(layout(8 * MIB));
-            let grew = resident() - before;
+            let grew = crate::testing::resident() - before;
             assert!(a.is_own(own, layout(8 * MIB)) && grew >= 8 * MIB, "{grew} bytes resident");
             // A grown tail is faulted in as it is written, not at once.
-            let before = resident();
+            let before = crate::testing::resident();
             let grown = a.realloc(own, layout(8 * MIB), 24 * MIB);
-            let grew = resident().saturating_sub(before);
+            let grew = crate::testing::resident().saturating_sub(before);
             assert!(grew < 4 * MIB, "{grew} bytes resident");
             a.dealloc(grown, layout(24 * MIB));
             release_cached();
             // A zeroed one faults as it is written.
-            let before = resident();
+            let before = crate::testing::resident();
             let zeroed = a.alloc_zeroed(layout(8 * MIB));
-            let grew = resident().saturating_sub(before);
+            let grew = crate::testing::resident().saturating_sub(before);
             assert!(a.is_own(zeroed, layout(8 * MIB)) && grew < 4 * MIB, "{grew} bytes resident");
             a.dealloc(zeroed, layout(8 * MIB));
             release_cached();
         }
         // A buffer about to be read into: prefaulted when large ...
         let mut buf: Vec<u8> = Vec::with_capacity(8 * MIB);
-        let before = resident();
+        let before = crate::testing::resident();
         prefault(buf.spare_capacity_mut());
-        let grew = resident() - before;
+        let grew = crate::testing::resident() - before;
         assert!(grew >= 8 * MIB - 2 * PAGE, "{grew} bytes resident");
         // ... and left alone when small.
         let mut small: Vec<u8> = Vec::with_capacity(LARGE_BYTES - PAGE);
-        let before = resident();
+        let before = crate::testing::resident();
         prefault(small.spare_capacity_mut());
-        assert!(resident().saturating_sub(before) < MIB);
+        assert!(crate::testing::resident().saturating_sub(before) < MIB);
     }
 }

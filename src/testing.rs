@@ -1,5 +1,6 @@
 //! Support for the library's own unit tests (compiled only for them):
-//! [`alone`], which runs a test in a process of its own.
+//! [`alone`], which runs a test in a process of its own, and [`resident`],
+//! this process's resident memory.
 
 /// Runs the test `name` (its path in this test binary) in a process of its
 /// own, and returns `true` there: for tests of process-wide allocator
@@ -19,4 +20,12 @@ pub(crate) fn alone(name: &str) -> bool {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success() && text.contains("1 passed"), "{text}{}", String::from_utf8_lossy(&out.stderr));
     false
+}
+
+/// Resident memory of this process, bytes (`/proc/self/statm`), for the
+/// tests of what the allocator and the engine keep or hand back.
+#[cfg(target_os = "linux")]
+pub(crate) fn resident() -> usize {
+    let statm = std::fs::read_to_string("/proc/self/statm").expect("statm");
+    statm.split(' ').nth(1).and_then(|p| p.parse::<usize>().ok()).expect("resident pages") * 4096
 }
