@@ -89,6 +89,8 @@ fn count_distinct<S: Slot>(n: usize, streams: &[Stream<'_>]) -> usize {
     let bits = (n + n / 2).next_power_of_two().trailing_zeros().max(4);
     let mask = (1usize << bits) - 1;
     let mut table = vec![S::from_u64(0); 1 << bits];
+    // Every page of it is probed, most read before they are written.
+    crate::memory::prefault(&mut table);
     let same = |a: usize, b: usize| streams.iter().all(|s| s.vertex(a) == s.vertex(b));
     let mut distinct = 0;
     // The table is far larger than the caches: each block's slots are
