@@ -73,6 +73,13 @@ use std::sync::atomic::{AtomicBool, Ordering};
 /// mapped and reused here.
 pub const LARGE_BYTES: usize = 4 << 20;
 
+/// Blocks at least this large are faulted in by [`prefault`] (smaller
+/// ones, a few pages, are left to fault as they are written). Below
+/// [`LARGE_BYTES`] a block is glibc's: one carved from its heap is already
+/// resident (the advice then only walks its page table), a fresh mapping
+/// is not, and a zeroed one would map the zero page on its first read.
+pub const PREFAULT_BYTES: usize = 1 << 20;
+
 /// Freed large blocks kept for reuse, at most (see the module's header:
 /// more raised the peak).
 pub const CACHED_SLOTS: usize = 1;
@@ -101,7 +108,7 @@ pub fn reusing_large_blocks() -> bool {
 }
 
 /// Faults in, in one call, the whole pages of `buf`, a block of at least
-/// [`LARGE_BYTES`] that the caller is about to write from end to end (a
+/// [`PREFAULT_BYTES`] that the caller is about to write from end to end (a
 /// file read into it) or to read and write all over (a zeroed hash
 /// table): the kernel then allocates its pages in a batch instead of
 /// taking a fault for each 4 KiB (`MADV_POPULATE_WRITE`; 64 MB in 16.7 ms
@@ -115,7 +122,7 @@ pub fn reusing_large_blocks() -> bool {
 /// which refuses the advice.
 pub fn prefault<T: Copy>(buf: &mut [T]) {
     #[cfg(target_os = "linux")]
-    if std::mem::size_of_val(buf) >= LARGE_BYTES {
+    if std::mem::size_of_val(buf) >= PREFAULT_BYTES {
         let start = (buf.as_ptr() as usize).next_multiple_of(PAGE);
         let end = (buf.as_ptr() as usize + std::mem::size_of_val(buf)) & !(PAGE - 1);
         // SAFETY: the range lies inside `buf`, which the caller holds
@@ -704,7 +711,7 @@ mod tests {
         let grew = crate::testing::resident() - before;
         assert!(grew >= 8 * MIB - 2 * PAGE, "{grew} bytes resident");
         // ... and left alone when small.
-        let mut small: Vec<u8> = Vec::with_capacity(LARGE_BYTES - PAGE);
+        let mut small: Vec<u8> = Vec::with_capacity(PREFAULT_BYTES - PAGE);
         let before = crate::testing::resident();
         prefault(small.spare_capacity_mut());
         assert!(crate::testing::resident().saturating_sub(before) < MIB);

@@ -262,6 +262,9 @@ impl Topology {
         // the same order as sorting every edge key, at a fraction of the cost.
         let nv = vertices.len();
         let mut offset = vec![0u32; nv + 1];
+        // Counted into (read before written) and then filled: faulted in
+        // at once (`memory::prefault`, as the arrays below).
+        crate::memory::prefault(&mut offset);
         let mut live_triangles = 0usize;
         for t in &triangles {
             if !is_collapsed(*t) {
@@ -283,6 +286,9 @@ impl Topology {
         let total = offset[nv] as usize;
         let mut hi = vec![0u32; total];
         let mut edge_faces = vec![Face(0); total];
+        // Every entry is written, in the buckets' order, not the pages'.
+        crate::memory::prefault(&mut hi);
+        crate::memory::prefault(&mut edge_faces);
         for (ti, t) in triangles.iter().enumerate() {
             if !is_collapsed(*t) {
                 for (u, v) in [(t[0], t[1]), (t[1], t[2]), (t[2], t[0])] {
@@ -475,6 +481,8 @@ impl Topology {
         let nv = self.vertices.len();
         // Per vertex: its (non-collapsed) triangles counted, and one of them.
         let mut corners = vec![0u32; nv];
+        // Counted into: each page read before it is written.
+        crate::memory::prefault(&mut corners);
         let mut start = vec![u32::MAX; nv];
         for (t, tri) in self.triangles.iter().enumerate() {
             if !is_collapsed(*tri) {

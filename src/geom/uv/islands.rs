@@ -49,6 +49,10 @@ pub fn uv_islands(meshes: &[UvMesh<'_>]) -> Islands {
     // Keys, and ids + 1 (0 marks an empty slot).
     let mut slot_key = vec![0u64; cap];
     let mut slot_id = vec![0u32; cap];
+    // Probed all over, each page read before it is written: faulted in at
+    // once (`memory::prefault`), as the buckets below.
+    crate::memory::prefault(&mut slot_key);
+    crate::memory::prefault(&mut slot_id);
     let mut point: Vec<u32> = Vec::with_capacity(vertices);
     let mut base = Vec::with_capacity(meshes.len());
     let mut points = 0u32;
@@ -102,6 +106,7 @@ pub fn uv_islands(meshes: &[UvMesh<'_>]) -> Islands {
         None => NONE,
     };
     let mut start = vec![0u32; points + 1];
+    crate::memory::prefault(&mut start);
     let edges_of = |c: [u32; 3]| [(c[0], c[1]), (c[1], c[2]), (c[2], c[0])].map(|(a, b)| (a.min(b), a.max(b)));
     for (mi, m) in meshes.iter().enumerate() {
         for &t in m.triangles {
@@ -118,6 +123,7 @@ pub fn uv_islands(meshes: &[UvMesh<'_>]) -> Islands {
     }
     let mut fill = start.clone();
     let mut entries = vec![(0u32, 0u32); start[points] as usize];
+    crate::memory::prefault(&mut entries);
     let mut usable = Bits::new(total);
     let mut t = 0usize;
     for (mi, m) in meshes.iter().enumerate() {
