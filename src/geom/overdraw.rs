@@ -159,8 +159,12 @@ fn draw_in(views: &mut Views, tally: &mut Tally, triangles: &[[u32; 3]], positio
     // Each axis's view: which coordinates are its x, y and depth.
     for [x, y, z] in [[2, 1, 0], [0, 2, 1], [1, 0, 2]] {
         for t in triangles {
-            let c = t.map(|i| place.at(&positions[i as usize]));
-            rasterize(views, tally, c.map(|v| [v[x], v[y], v[z]]), c.map(|v| [fixed(v[x]), fixed(v[y])]));
+            // Arrays written out, not mapped (see `uv::lanes::lanes`).
+            let at = |i: u32| place.at(&positions[i as usize]);
+            let c = [at(t[0]), at(t[1]), at(t[2])];
+            let view = |v: [f32; 3]| [v[x], v[y], v[z]];
+            let grid = |v: [f32; 3]| [fixed(v[x]), fixed(v[y])];
+            rasterize(views, tally, [view(c[0]), view(c[1]), view(c[2])], [grid(c[0]), grid(c[1]), grid(c[2])]);
         }
         tally.covered += views.clear();
     }

@@ -174,7 +174,7 @@ fn density4_in(
     let area = lanes(|k| 0.5 * (c[0][k] * c[0][k] + c[1][k] * c[1][k] + c[2][k] * c[2][k]).sqrt());
     let uv_area = lanes(|k| 0.5 * uv_signed_area2(uv[k][0], uv[k][1], uv[k][2]).abs());
     let density = lanes(|k| (uv_area[k] * width * height / area[k]).sqrt());
-    std::array::from_fn(|k| {
+    lanes(|k| {
         let measurable = area[k].is_finite() && area[k] > 0.0 && uv_area[k].is_finite() && density[k].is_finite();
         (ok[k] && measurable).then_some((area[k], density[k]))
     })

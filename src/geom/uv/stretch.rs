@@ -4,7 +4,7 @@
 //! per-triangle samples that UV-004 and UV-008 measure on the thread pool,
 //! four triangles at a time ([`extend_measured4`], [`triangle_stretch4`]).
 
-use super::lanes::{edges_and_cross, lanes};
+use super::lanes::{self, edges_and_cross, lanes};
 use rayon::prelude::*;
 use std::cmp::Ordering;
 
@@ -107,13 +107,13 @@ fn stretch4_in(p: &[[[f64; 3]; 3]; 4], uv: &[[[f64; 2]; 3]; 4], ok: [bool; 4]) -
     let area2 = lanes(|k| a2sq[k].sqrt());
     let inv = lanes(|k| 1.0 / l1sq[k]);
     let (x2, y2) = (lanes(|k| e12[k] * inv[k]), lanes(|k| area2[k] * inv[k]));
-    let d1: [[f64; 4]; 2] = [0, 1].map(|c| lanes(|k| uv[k][1][c] - uv[k][0][c]));
-    let d2: [[f64; 4]; 2] = [0, 1].map(|c| lanes(|k| uv[k][2][c] - uv[k][0][c]));
+    let d1 = lanes::uv(|c| lanes(|k| uv[k][1][c] - uv[k][0][c]));
+    let d2 = lanes::uv(|c| lanes(|k| uv[k][2][c] - uv[k][0][c]));
     let m = lanes(|k| d1[0][k].abs().max(d1[1][k].abs()).max(d2[0][k].abs()).max(d2[1][k].abs()));
     let inv_m = lanes(|k| 1.0 / m[k]);
-    let (d1, d2) = (d1.map(|d| lanes(|k| d[k] * inv_m[k])), d2.map(|d| lanes(|k| d[k] * inv_m[k])));
+    let (d1, d2) = (lanes::uv(|c| lanes(|k| d1[c][k] * inv_m[k])), lanes::uv(|c| lanes(|k| d2[c][k] * inv_m[k])));
     let inv_y2 = lanes(|k| 1.0 / y2[k]);
-    let c1: [[f64; 4]; 2] = [0, 1].map(|c| lanes(|k| (d2[c][k] - d1[c][k] * x2[k]) * inv_y2[k]));
+    let c1 = lanes::uv(|c| lanes(|k| (d2[c][k] - d1[c][k] * x2[k]) * inv_y2[k]));
     // singular_values([[d1[0], c1[0]], [d1[1], c1[1]]]), lane-wise.
     let (a, b, c, d) = (d1[0], c1[0], d1[1], c1[1]);
     let e = lanes(|k| (a[k] + d[k]) / 2.0);
@@ -127,8 +127,8 @@ fn stretch4_in(p: &[[[f64; 3]; 3]; 4], uv: &[[[f64; 2]; 3]; 4], ok: [bool; 4]) -
         let r = if m[k] > 0.0 { if s2[k] > 0.0 { s1[k] / s2[k] } else { f64::INFINITY } } else { f64::INFINITY };
         if r.is_finite() { r } else { f64::INFINITY }
     });
-    std::array::from_fn(|k| {
-        let finite_uv = uv[k].iter().flatten().all(|x| x.is_finite());
+    lanes(|k| {
+        let finite_uv = uv[k].as_flattened().iter().all(|x| x.is_finite());
         let sized = l1sq[k].is_finite() && l2sq[k].is_finite() && a2sq[k].is_finite() && l1sq[k] > 0.0;
         let flat = a2sq[k].partial_cmp(&(1e-24 * l1sq[k] * l1sq[k].max(l2sq[k]))) != Some(Ordering::Greater);
         (ok[k] && finite_uv && sized && !flat).then_some((area2[k] / 2.0, ratio[k]))
