@@ -4,7 +4,7 @@
 use super::geo::{degenerate_flags, primitive_pointers, world};
 use super::{CheckDef, Family, LOC, LOC_TOTAL, Needs, WELD_TOLERANCE};
 use super::{CheckOutput, Comparison, Ctx, Obj, measured, short};
-use crate::geom::mesh::vector::{normal, quality_summary};
+use crate::geom::mesh::vector::quality_summary;
 use crate::geom::mesh::{cross, dot, len, shape, sub};
 use crate::profile::Param;
 use crate::report::Severity;
@@ -22,12 +22,13 @@ pub static FAMILY: Family = Family {
     checks: &[QUAD_RECONSTRUCTIBILITY, VALENCE_REGULARITY, TRIANGLE_REGULARITY, HARD_EDGES],
 };
 
-/// Which side of the line from `x` to `y` `q` lies on, seen along `n`
-/// (inlined: as a closure it was a call whose arguments, just stored,
-/// were loaded back whole, and TOP-001 took 7 % longer).
-#[inline(always)]
-fn side(x: [f64; 3], y: [f64; 3], q: [f64; 3], n: [f64; 3]) -> f64 {
-    dot(cross(sub(y, x), sub(q, x)), n)
+/// Cosine of the angle between two vectors (1 when either is zero).
+fn cosine(a: [f64; 3], b: [f64; 3]) -> f64 {
+    let (la, lb) = (len(a), len(b));
+    if la == 0.0 || lb == 0.0 {
+        return 1.0;
+    }
+    (dot(a, b) / (la * lb)).clamp(-1.0, 1.0)
 }
 
 /// Largest angle between the faces of a pair that still counts as planar (Blender's tris-to-quads default).
@@ -67,12 +68,56 @@ pub fn quad_reconstructibility(cx: &Ctx<'_>) -> CheckOutput {
     };
     let t = &w.topology;
     let degenerate = degenerate_flags(w, &cx.asset.scene, cx.profile.get(&WELD_TOLERANCE));
+    let p = |i: u32| t.vertices.get(i);
     // Limits as cosines, so no trigonometry per edge.
-    let test = QuadTest {
-        t,
-        degenerate,
-        planar: QUAD_MAX_FACE_ANGLE_DEG.to_radians().cos(),
-        corner: (90.0 - QUAD_CORNER_TOLERANCE_DEG).to_radians().cos(),
+    let planar = QUAD_MAX_FACE_ANGLE_DEG.to_radians().cos();
+    let corner = (90.0 - QUAD_CORNER_TOLERANCE_DEG).to_radians().cos();
+    // Candidate pairs over manifold, consistently wound edges: (score, edge
+    // index); the score is the sum of |cos| of the four corners (0 = square).
+    // Edges are taken in runs of 2^16, so a candidate is packed in 10 bytes,
+    // [the score's bits, high first, in four parts, the edge's offset in its
+    // run], which orders as (score, edge) does within a run.
+    //
+    // Every test is a pure predicate of the pair, so their order does not
+    // change which pairs are candidates; the cheapest and most selective
+    // come first. The corner test runs before the face normals: across most
+    // edges of a quad-dominant mesh (a quad's sides, not its diagonal) the
+    // two triangles make a rhombus whose first corners are out of range,
+    // and such an edge costs no normal.
+    let candidate = |ei: usize, e: crate::geom::mesh::edges::Edge| -> Option<[u16; 5]> {
+        if e.count != 2 {
+            return None;
+        }
+        let f = t.faces(e);
+        let (t0, t1) = (f[0].tri(), f[1].tri());
+        if f[0].forward() == f[1].forward() || degenerate.get(t0 as usize) || degenerate.get(t1 as usize) {
+            return None;
+        }
+        let (tri0, tri1) = (t.triangles[t0 as usize], t.triangles[t1 as usize]);
+        let opposite = |tri: [u32; 3]| -> u32 { *tri.iter().find(|&&v| v != e.a && v != e.b).unwrap_or(&e.a) };
+        // The quad c, a, d, b.
+        let (a, b, c, d) = (p(e.a), p(e.b), p(opposite(tri0)), p(opposite(tri1)));
+        let corners = [(c, a, d), (a, d, b), (d, b, c), (b, c, a)];
+        let mut score = 0.0;
+        for (prev, at, next) in corners {
+            let cos = cosine(sub(prev, at), sub(next, at)).abs();
+            // A corner out of range rejects the pair: the rest are not needed.
+            if cos.is_nan() || cos > corner {
+                return None;
+            }
+            score += cos;
+        }
+        let (n1, n2) = (t.normal(t0), t.normal(t1));
+        if dot(n1, n2) < planar {
+            return None;
+        }
+        // Convex when each diagonal separates the other's ends.
+        let n = [n1[0] + n2[0], n1[1] + n2[1], n1[2] + n2[2]];
+        let side = |x: [f64; 3], y: [f64; 3], q: [f64; 3]| dot(cross(sub(y, x), sub(q, x)), n);
+        if side(a, b, c) * side(a, b, d) >= 0.0 || side(c, d, a) * side(c, d, b) >= 0.0 {
+            return None;
+        }
+        Some(pack(score, ei))
     };
     // Edges in runs on the thread pool, each run's candidates in edge
     // order; the pairing then takes them best quad first, ties by edge
@@ -88,7 +133,10 @@ pub fn quad_reconstructibility(cx: &Ctx<'_>) -> CheckOutput {
                 .step_by(SLICE)
                 .collect::<Vec<usize>>()
                 .into_par_iter()
-                .flat_map_iter(|s| test.slice(s..(s + SLICE).min(end)))
+                .flat_map_iter(|s| {
+                    let slice = s..(s + SLICE).min(end);
+                    slice.clone().zip(t.edges.range(slice)).filter_map(|(ei, e)| candidate(ei, e))
+                })
                 .collect()
         })
         .collect();
@@ -106,151 +154,6 @@ pub fn quad_reconstructibility(cx: &Ctx<'_>) -> CheckOutput {
         Comparison::Within,
         format!("{}% of triangles pair into {quads} planar, convex, near-square quads", short(pct)),
     )
-}
-
-/// TOP-001's test of an edge's two triangles as a quad, with its limits as
-/// cosines (no trigonometry per edge).
-struct QuadTest<'a> {
-    t: &'a crate::geom::mesh::Topology,
-    degenerate: &'a crate::geom::bits::Bits,
-    /// The faces' normals meet at a cosine of at least this.
-    planar: f64,
-    /// Every corner's |cosine| is at most this.
-    corner: f64,
-}
-
-impl QuadTest<'_> {
-    /// The candidates among the edges of `slice`, in edge order. Where
-    /// the CPU has AVX2, compiled for it: the four corners' lanes
-    /// ([`QuadTest::corners`]) then share their square roots and
-    /// divisions.
-    fn slice(&self, slice: std::ops::Range<usize>) -> Vec<[u16; 5]> {
-        #[cfg(target_arch = "x86_64")]
-        if std::arch::is_x86_feature_detected!("avx2") {
-            // SAFETY: the CPU has AVX2, checked just above.
-            return unsafe { self.slice_avx2(slice) };
-        }
-        self.slice_in(slice)
-    }
-
-    /// [`QuadTest::slice_in`] compiled for AVX2 (not FMA: the same
-    /// roundings).
-    #[cfg(target_arch = "x86_64")]
-    #[target_feature(enable = "avx2")]
-    fn slice_avx2(&self, slice: std::ops::Range<usize>) -> Vec<[u16; 5]> {
-        self.slice_in(slice)
-    }
-
-    /// (A plain loop: collected from an iterator, the test was compiled
-    /// in the collecting function, outside the AVX2 one.)
-    #[inline(always)]
-    fn slice_in(&self, slice: std::ops::Range<usize>) -> Vec<[u16; 5]> {
-        let mut out = Vec::new();
-        for (ei, e) in slice.clone().zip(self.t.edges.range(slice)) {
-            if let Some(c) = self.candidate(ei, e) {
-                out.push(c);
-            }
-        }
-        out
-    }
-
-    /// The candidate pair over edge `e` (number `ei`): (score, edge
-    /// index) packed ([`pack`]), where the score is the sum of |cos| of
-    /// the four corners (0 = square); `None` unless the edge is manifold
-    /// and consistently wound and its two triangles make a planar, convex,
-    /// near-square quad.
-    ///
-    /// Every test is a pure predicate of the pair, so their order does not
-    /// change which pairs are candidates; the cheapest and most selective
-    /// come first. The corner test runs before the face normals: across
-    /// most edges of a quad-dominant mesh (a quad's sides, not its
-    /// diagonal) the two triangles make a rhombus whose corners are out of
-    /// range, and such an edge costs no normal.
-    #[inline(always)]
-    fn candidate(&self, ei: usize, e: crate::geom::mesh::edges::Edge) -> Option<[u16; 5]> {
-        let t = self.t;
-        if e.count != 2 {
-            return None;
-        }
-        let f = t.faces(e);
-        let (t0, t1) = (f[0].tri(), f[1].tri());
-        if f[0].forward() == f[1].forward() || self.degenerate.get(t0 as usize) || self.degenerate.get(t1 as usize) {
-            return None;
-        }
-        let (tri0, tri1) = (t.triangles[t0 as usize], t.triangles[t1 as usize]);
-        // The first corner that is neither end of the edge (written out:
-        // as an iterator's `find`, its closure was left out of line, a call
-        // out of the AVX2 code for each triangle).
-        let opposite = |tri: [u32; 3]| -> u32 {
-            let other = |v: u32| v != e.a && v != e.b;
-            if other(tri[0]) {
-                tri[0]
-            } else if other(tri[1]) {
-                tri[1]
-            } else if other(tri[2]) {
-                tri[2]
-            } else {
-                e.a
-            }
-        };
-        let p = |i: u32| t.vertices.get(i);
-        // The quad c, a, d, b.
-        let (a, b, c, d) = (p(e.a), p(e.b), p(opposite(tri0)), p(opposite(tri1)));
-        let score = self.corners([c, a, d, b])?;
-        // Each face's corners as read, in the triangle's own order (a corner
-        // that is neither end of the edge is its opposite one).
-        let corners_of = |tri: [u32; 3], opposite: [f64; 3]| {
-            tri.map(|v| {
-                if v == e.a {
-                    a
-                } else if v == e.b {
-                    b
-                } else {
-                    opposite
-                }
-            })
-        };
-        let ([x0, y0, z0], [x1, y1, z1]) = (corners_of(tri0, c), corners_of(tri1, d));
-        let (n1, n2) = (normal(x0, y0, z0), normal(x1, y1, z1));
-        if dot(n1, n2) < self.planar {
-            return None;
-        }
-        // Convex when each diagonal separates the other's ends.
-        let n = [n1[0] + n2[0], n1[1] + n2[1], n1[2] + n2[2]];
-        if side(a, b, c, n) * side(a, b, d, n) >= 0.0 || side(c, d, a, n) * side(c, d, b, n) >= 0.0 {
-            return None;
-        }
-        Some(pack(score, ei))
-    }
-
-    /// The score of the quad `q` (its corners in turn): the sum, corner
-    /// by corner, of the |cosine| at each corner between the sides to its
-    /// neighbours; `None` when a corner is out of range (or not a number).
-    /// The four corners are four lanes of the same operations, in
-    /// [`cosine`]'s order, so each lane holds the bits the scalar loop
-    /// computed (and the sum is taken in the same order); every corner is
-    /// computed, where the loop stopped at the first out of range.
-    #[inline(always)]
-    fn corners(&self, q: [[f64; 3]; 4]) -> Option<f64> {
-        use crate::geom::uv::lanes::{lanes, xyz};
-        // Corner k: at q[k + 1], between q[k] and q[k + 2].
-        let u = xyz(|c| lanes(|k| q[k][c] - q[(k + 1) % 4][c]));
-        let v = xyz(|c| lanes(|k| q[(k + 2) % 4][c] - q[(k + 1) % 4][c]));
-        let dot =
-            |x: &[[f64; 4]; 3], y: &[[f64; 4]; 3]| lanes(|k| x[0][k] * y[0][k] + x[1][k] * y[1][k] + x[2][k] * y[2][k]);
-        let (uu, vv, uv) = (dot(&u, &u), dot(&v, &v), dot(&u, &v));
-        let (lu, lv) = (lanes(|k| uu[k].sqrt()), lanes(|k| vv[k].sqrt()));
-        let ratio = lanes(|k| uv[k] / (lu[k] * lv[k]));
-        let cos = lanes(|k| if lu[k] == 0.0 || lv[k] == 0.0 { 1.0 } else { ratio[k].clamp(-1.0, 1.0) }.abs());
-        let mut score = 0.0;
-        for c in cos {
-            if c.is_nan() || c > self.corner {
-                return None;
-            }
-            score += c;
-        }
-        Some(score)
-    }
 }
 
 /// TOP-001's candidates name their edge by its offset in runs of this many
@@ -648,75 +551,6 @@ fn hard_edge_sums(t: &crate::geom::mesh::edges::Topology, hard_cos: f64) -> Hard
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// Cosine of the angle between two vectors (1 when either is zero):
-    /// TOP-001's corner test as it was written before its lanes.
-    fn cosine(a: [f64; 3], b: [f64; 3]) -> f64 {
-        let (la, lb) = (len(a), len(b));
-        if la == 0.0 || lb == 0.0 {
-            return 1.0;
-        }
-        (dot(a, b) / (la * lb)).clamp(-1.0, 1.0)
-    }
-
-    /// [`QuadTest::corners`] compiled for AVX2, as `QuadTest::slice` runs it.
-    #[cfg(target_arch = "x86_64")]
-    #[target_feature(enable = "avx2")]
-    fn corners_avx2(test: &QuadTest<'_>, q: [[f64; 3]; 4]) -> Option<f64> {
-        test.corners(q)
-    }
-
-    #[test]
-    fn quad_corners_in_lanes_are_the_scalar_loop_to_the_bit() {
-        // The loop TOP-001 ran corner by corner, stopping at the first out
-        // of range.
-        let scalar = |[c, a, d, b]: [[f64; 3]; 4], corner: f64| -> Option<f64> {
-            let mut score = 0.0;
-            for (prev, at, next) in [(c, a, d), (a, d, b), (d, b, c), (b, c, a)] {
-                let cos = cosine(sub(prev, at), sub(next, at)).abs();
-                if cos.is_nan() || cos > corner {
-                    return None;
-                }
-                score += cos;
-            }
-            Some(score)
-        };
-        let t = crate::geom::mesh::Topology::build(&[[0.0; 3]; 3], &[[0, 1, 2]], 1e-9);
-        let bits = crate::geom::bits::Bits::new(1);
-        let corner = 50f64.to_radians().cos();
-        let test = QuadTest { t: &t, degenerate: &bits, planar: 0.0, corner };
-        let mut rng = XorShift::new(0x70b0_0001_c0de_0001);
-        let (mut some, mut none) = (0, 0);
-        for i in 0..200_000 {
-            // Jittered squares (most in range, some not), with repeated
-            // corners, zero and huge sides, NaNs and infinities mixed in.
-            let mut q = [[0.0, 0.0, 0.0], [1.0, 0.0, 0.0], [1.0, 1.0, 0.0], [0.0, 1.0, 0.0]];
-            for p in &mut q {
-                for x in p.iter_mut() {
-                    *x += (rng.unit() - 0.5) * 0.9;
-                }
-            }
-            match i % 97 {
-                0 => q[2] = q[1],
-                1 => q[3][0] = f64::NAN,
-                2 => q[0][2] = f64::INFINITY,
-                3 => q[1] = [1e200, -1e200, 1e-300],
-                4 => q = q.map(|p| p.map(|x| x * 1e-170)),
-                _ => {}
-            }
-            let want = scalar(q, corner);
-            let got = test.corners(q);
-            assert_eq!(got.map(f64::to_bits), want.map(f64::to_bits), "{q:?}");
-            #[cfg(target_arch = "x86_64")]
-            if std::arch::is_x86_feature_detected!("avx2") {
-                // SAFETY: the CPU has AVX2, checked just above.
-                let packed = unsafe { corners_avx2(&test, q) };
-                assert_eq!(packed.map(f64::to_bits), want.map(f64::to_bits), "{q:?}");
-            }
-            if want.is_some() { some += 1 } else { none += 1 }
-        }
-        assert!(some > 10_000 && none > 10_000, "{some} in range, {none} not");
-    }
     use crate::geom::testrng::XorShift;
 
     #[test]
