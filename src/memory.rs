@@ -73,8 +73,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 /// mapped and reused here.
 pub const LARGE_BYTES: usize = 4 << 20;
 
-/// Blocks at least this large are faulted in by [`prefault`] (smaller
-/// ones, a few pages, are left to fault as they are written). Below
+/// Blocks at least this large are faulted in by [`prefault`]; smaller
+/// ones are left to fault as they are written. Below
 /// [`LARGE_BYTES`] a block is glibc's: one carved from its heap is already
 /// resident (the advice then only walks its page table), a fresh mapping
 /// is not, and a zeroed one would map the zero page on its first read.

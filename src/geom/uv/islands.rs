@@ -106,6 +106,7 @@ pub fn uv_islands(meshes: &[UvMesh<'_>]) -> Islands {
         None => NONE,
     };
     let mut start = vec![0u32; points + 1];
+    // Counted into: each page read before it is written.
     crate::memory::prefault(&mut start);
     let edges_of = |c: [u32; 3]| [(c[0], c[1]), (c[1], c[2]), (c[2], c[0])].map(|(a, b)| (a.min(b), a.max(b)));
     for (mi, m) in meshes.iter().enumerate() {
