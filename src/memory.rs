@@ -4,7 +4,8 @@
 //! arrays of large meshes), reuse and faulting in at once, and one left
 //! out, the huge-page hint. [`prefault`] does the second for a buffer the
 //! caller is about to fill (a file read whole) or a zeroed table it will
-//! read before it writes (a hash table).
+//! read before it writes or fill out of order (a hash table, counts,
+//! buckets).
 //!
 //! **Freed large blocks are reused, not handed back at once**, once the
 //! process has asked for it ([`reuse_large_blocks`]: the engine does before
@@ -122,13 +123,16 @@ pub fn reusing_large_blocks() -> bool {
 /// which refuses the advice.
 pub fn prefault<T: Copy>(buf: &mut [T]) {
     #[cfg(target_os = "linux")]
-    if std::mem::size_of_val(buf) >= PREFAULT_BYTES {
-        let start = (buf.as_ptr() as usize).next_multiple_of(PAGE);
-        let end = (buf.as_ptr() as usize + std::mem::size_of_val(buf)) & !(PAGE - 1);
-        // SAFETY: the range lies inside `buf`, which the caller holds
-        // mutably; populating pages changes no contents.
-        unsafe {
-            libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_POPULATE_WRITE);
+    {
+        let bytes = std::mem::size_of_val(buf);
+        if bytes >= PREFAULT_BYTES {
+            let start = (buf.as_ptr() as usize).next_multiple_of(PAGE);
+            let end = (buf.as_ptr() as usize + bytes) & !(PAGE - 1);
+            // SAFETY: the range lies inside `buf`, which the caller holds
+            // mutably; populating pages changes no contents.
+            unsafe {
+                libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_POPULATE_WRITE);
+            }
         }
     }
     #[cfg(not(target_os = "linux"))]
