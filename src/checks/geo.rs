@@ -379,39 +379,37 @@ pub fn floating_debris(cx: &Ctx<'_>) -> CheckOutput {
         return CheckOutput::Skipped("every triangle is degenerate".into());
     }
     let sizes = t.shell_sizes();
-    let (boxes, scene_box) = shell_boxes(t);
-    // The main shell: most triangles; ties go to the larger box, then the lower label.
-    let main = (0..t.shell_count)
-        .max_by(|&a, &b| {
-            sizes[a].cmp(&sizes[b]).then(boxes[a].diagonal().total_cmp(&boxes[b].diagonal())).then(b.cmp(&a))
-        })
-        .unwrap_or(0);
     let total: u64 = sizes.iter().sum();
     let max_tri_pct = cx.profile.get(&DEBRIS_MAX_TRI_PCT);
-    let min_gap = cx.profile.get(&DEBRIS_MIN_GAP_PCT) / 100.0 * scene_box.diagonal();
     let small = |s: usize| sizes[s] as f64 <= max_tri_pct / 100.0 * total as f64;
     // A main body exists only when the largest shell is not itself small (an
     // instanced grid of 125 equal boxes has none, and no debris); a small
     // shell is debris when it stands apart from every shell that is not small
-    // (a rivet on a strap of a multi-part asset is not debris).
+    // (a rivet on a strap of a multi-part asset is not debris). So there is
+    // debris to look for only when some shells are small and some are not:
+    // only then are the shells boxed (a mesh of one shell, or of shells all
+    // alike, reads no corner here).
     let large: Vec<usize> = (0..t.shell_count).filter(|&s| !small(s)).collect();
-    let debris: Vec<usize> = if small(main) {
+    let debris: Vec<usize> = if large.is_empty() || large.len() == t.shell_count {
         Vec::new()
     } else {
+        let (boxes, scene_box) = shell_boxes(t);
+        let min_gap = cx.profile.get(&DEBRIS_MIN_GAP_PCT) / 100.0 * scene_box.diagonal();
         (0..t.shell_count)
             .filter(|&s| small(s))
             .filter(|&s| large.iter().all(|&b| box_gap(&boxes[s], &boxes[b]) >= min_gap))
             .collect()
     };
     let debris_tris: u64 = debris.iter().map(|&s| sizes[s]).sum();
-    let is_debris: Vec<bool> = {
-        let mut v = vec![false; t.shell_count];
-        debris.iter().for_each(|&s| v[s] = true);
-        v
+    let locations = if debris.is_empty() {
+        Vec::new()
+    } else {
+        let mut is_debris = vec![false; t.shell_count];
+        debris.iter().for_each(|&s| is_debris[s] = true);
+        let tris = (0..t.triangles.len() as u32)
+            .filter(|&x| t.shell.get(x as usize) != ShellLabels::NONE && is_debris[t.shell.get(x as usize) as usize]);
+        primitive_pointers(cx, w, tris)
     };
-    let tris = (0..t.triangles.len() as u32)
-        .filter(|&x| t.shell.get(x as usize) != ShellLabels::NONE && is_debris[t.shell.get(x as usize) as usize]);
-    let locations = primitive_pointers(cx, w, tris);
     let max = cx.profile.get(&MAX_DEBRIS_SHELLS);
     measured(
         Obj::new()

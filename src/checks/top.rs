@@ -4,6 +4,7 @@
 use super::geo::{degenerate_flags, primitive_pointers, world};
 use super::{CheckDef, Family, LOC, LOC_TOTAL, Needs, WELD_TOLERANCE};
 use super::{CheckOutput, Comparison, Ctx, Obj, measured, short};
+use crate::geom::mesh::Topology;
 use crate::geom::mesh::vector::quality_summary;
 use crate::geom::mesh::{cross, dot, len, shape, sub};
 use crate::profile::Param;
@@ -29,6 +30,14 @@ fn cosine(a: [f64; 3], b: [f64; 3]) -> f64 {
         return 1.0;
     }
     (dot(a, b) / (la * lb)).clamp(-1.0, 1.0)
+}
+
+/// Which side of the line from `x` to `y` `q` lies on, seen along `n`
+/// (inlined: as a closure it was a call whose arguments, just stored,
+/// were loaded back whole, and TOP-001 took 7 % longer).
+#[inline(always)]
+fn side(x: [f64; 3], y: [f64; 3], q: [f64; 3], n: [f64; 3]) -> f64 {
+    dot(cross(sub(y, x), sub(q, x)), n)
 }
 
 /// Largest angle between the faces of a pair that still counts as planar (Blender's tris-to-quads default).
@@ -94,7 +103,7 @@ pub fn quad_reconstructibility(cx: &Ctx<'_>) -> CheckOutput {
             return None;
         }
         let (tri0, tri1) = (t.triangles[t0 as usize], t.triangles[t1 as usize]);
-        let opposite = |tri: [u32; 3]| -> u32 { *tri.iter().find(|&&v| v != e.a && v != e.b).unwrap_or(&e.a) };
+        let opposite = |tri: [u32; 3]| Topology::opposite(tri, e);
         // The quad c, a, d, b.
         let (a, b, c, d) = (p(e.a), p(e.b), p(opposite(tri0)), p(opposite(tri1)));
         let corners = [(c, a, d), (a, d, b), (d, b, c), (b, c, a)];
@@ -107,14 +116,14 @@ pub fn quad_reconstructibility(cx: &Ctx<'_>) -> CheckOutput {
             }
             score += cos;
         }
-        let (n1, n2) = (t.normal(t0), t.normal(t1));
+        // Each face's normal from the corners already read.
+        let (n1, n2) = (Topology::face_normal(tri0, e, (a, b), c), Topology::face_normal(tri1, e, (a, b), d));
         if dot(n1, n2) < planar {
             return None;
         }
         // Convex when each diagonal separates the other's ends.
         let n = [n1[0] + n2[0], n1[1] + n2[1], n1[2] + n2[2]];
-        let side = |x: [f64; 3], y: [f64; 3], q: [f64; 3]| dot(cross(sub(y, x), sub(q, x)), n);
-        if side(a, b, c) * side(a, b, d) >= 0.0 || side(c, d, a) * side(c, d, b) >= 0.0 {
+        if side(a, b, c, n) * side(a, b, d, n) >= 0.0 || side(c, d, a, n) * side(c, d, b, n) >= 0.0 {
             return None;
         }
         Some(pack(score, ei))
@@ -497,12 +506,18 @@ struct HardEdges {
 fn hard_edge_sums(t: &crate::geom::mesh::edges::Topology, hard_cos: f64) -> HardEdges {
     let measure = |e: crate::geom::mesh::edges::Edge| -> (f64, Option<u32>) {
         let f = t.faces(e);
-        let (n1, mut n2) = (t.normal(f[0].tri()), t.normal(f[1].tri()));
+        let (tri0, tri1) = (t.triangles[f[0].tri() as usize], t.triangles[f[1].tri() as usize]);
+        // The faces' normals from the edge's ends and their third corners:
+        // four corners read, not six and the ends again.
+        let p = |i: u32| t.vertices.get(i);
+        let ends = (p(e.a), p(e.b));
+        let n1 = Topology::face_normal(tri0, e, ends, p(Topology::opposite(tri0, e)));
+        let mut n2 = Topology::face_normal(tri1, e, ends, p(Topology::opposite(tri1, e)));
         if f[0].forward() == f[1].forward() {
             // Inconsistent winding: compare the faces as if wound alike.
             n2 = [-n2[0], -n2[1], -n2[2]];
         }
-        let l = len(sub(t.vertices.get(e.a), t.vertices.get(e.b)));
+        let l = len(sub(ends.0, ends.1));
         // Unit normals: the angle is at least hard_angle when the cosine is at most its cosine.
         let is_hard = n1 != [0.0; 3] && n2 != [0.0; 3] && dot(n1, n2) <= hard_cos + 1e-12;
         (l, is_hard.then(|| f[0].tri()))

@@ -639,6 +639,33 @@ impl Topology {
         let v = &self.vertices;
         normal(v.get(a), v.get(b), v.get(c))
     }
+
+    /// [`Topology::normal`] of `tri`, a face of the edge `e`, from corners
+    /// already read: `ends`, the positions of `e.a` and `e.b`, and
+    /// `other`, the position of its third vertex. Each corner is placed in
+    /// the triangle's own order, so the bits are `normal`'s; what is saved
+    /// is reading the three corners again.
+    #[inline(always)]
+    pub fn face_normal(tri: [u32; 3], e: Edge, ends: ([f64; 3], [f64; 3]), other: [f64; 3]) -> [f64; 3] {
+        let at = |v: u32| {
+            if v == e.a {
+                ends.0
+            } else if v == e.b {
+                ends.1
+            } else {
+                other
+            }
+        };
+        normal(at(tri[0]), at(tri[1]), at(tri[2]))
+    }
+
+    /// The vertex of `tri` that is neither end of `e` (`e.a` when there is
+    /// none, which no face in the edge map is: a collapsed triangle is left
+    /// out).
+    #[inline(always)]
+    pub fn opposite(tri: [u32; 3], e: Edge) -> u32 {
+        *tri.iter().find(|&&v| v != e.a && v != e.b).unwrap_or(&e.a)
+    }
 }
 
 /// The weld of `points` at `tol`: each welded vertex's position (the first
@@ -1072,5 +1099,31 @@ mod tests {
             assert_eq!(joined.non_manifold_vertices(), fans_by_corners(&joined), "open {open}");
             assert!(!joined.non_manifold_vertices().contains(&0), "open {open}");
         }
+    }
+
+    #[test]
+    fn a_faces_normal_from_its_edges_corners_is_normal_to_the_bit() {
+        // Random triangles over few points, so that edges are shared by
+        // one to several faces in either direction, with repeated corners
+        // (collapsed, left out of the map) and a few coincident points.
+        let mut rng = crate::geom::testrng::XorShift::new(0xface_0001);
+        let points: Vec<[f64; 3]> = (0..60)
+            .map(|i| if i % 20 == 19 { [0.5; 3] } else { [rng.unit(), rng.unit() * 1e3, rng.unit() * 1e-3] })
+            .collect();
+        let triangles: Vec<[u32; 3]> =
+            (0..4000).map(|_| [rng.below(60) as u32, rng.below(60) as u32, rng.below(60) as u32]).collect();
+        let t = Topology::build(&points, &triangles, 0.0);
+        let mut faces = 0;
+        for e in t.edges.iter() {
+            let ends = (t.vertices.get(e.a), t.vertices.get(e.b));
+            for f in t.faces(e) {
+                let tri = t.triangles[f.tri() as usize];
+                let other = t.vertices.get(Topology::opposite(tri, e));
+                let got = Topology::face_normal(tri, e, ends, other);
+                assert_eq!(got.map(f64::to_bits), t.normal(f.tri()).map(f64::to_bits), "{tri:?} on {e:?}");
+                faces += 1;
+            }
+        }
+        assert!(faces > 10_000, "{faces} faces");
     }
 }
