@@ -593,13 +593,21 @@ impl Topology {
         let mut out = Vec::new();
         let mut third: Vec<(u32, u32, bool)> = Vec::new();
         for e in self.edges.iter().filter(|e| e.count >= 2) {
-            let key = edge_key(e.a, e.b);
             third.clear();
-            for (f, forward) in self.faces(e).iter().map(|f| (f.tri(), f.forward())) {
-                let t = self.triangles[f as usize];
-                let smallest = edge_key(t[0], t[1]).min(edge_key(t[1], t[2])).min(edge_key(t[2], t[0]));
-                if smallest == key {
-                    let c = *t.iter().find(|&&v| v != e.a && v != e.b).unwrap_or(&e.a);
+            let faces = self.faces(e);
+            for (k, (f, forward)) in faces.iter().map(|f| (f.tri(), f.forward())).enumerate() {
+                // Fewer than two of the edge's faces can still have it as
+                // their smallest: nothing to find here, and the rest of its
+                // triangles are not read.
+                if third.len() + (faces.len() - k) < 2 {
+                    break;
+                }
+                // A face of the edge map has three distinct corners, `e.a`
+                // < `e.b` and `c`; the edge is its smallest key exactly when
+                // `c` is above both (below `e.a`, (c, a) is smaller;
+                // between, (a, c)).
+                let c = Self::opposite(self.triangles[f as usize], e);
+                if c > e.b {
                     third.push((c, f, forward));
                 }
             }
@@ -1125,5 +1133,49 @@ mod tests {
             }
         }
         assert!(faces > 10_000, "{faces} faces");
+    }
+
+    #[test]
+    fn duplicate_faces_are_found_on_each_groups_smallest_edge() {
+        // The definition: each edge's faces whose smallest edge key it is,
+        // found by computing all three keys (before the third corner alone
+        // told it), on random triangles over few points: many duplicates,
+        // in both windings, and non-manifold edges.
+        let oracle = |t: &Topology| -> Vec<(u32, bool)> {
+            let mut out = Vec::new();
+            for e in t.edges.iter().filter(|e| e.count >= 2) {
+                let key = edge_key(e.a, e.b);
+                let mut third: Vec<(u32, u32, bool)> = Vec::new();
+                for f in t.faces(e) {
+                    let tri = t.triangles[f.tri() as usize];
+                    let smallest = edge_key(tri[0], tri[1]).min(edge_key(tri[1], tri[2])).min(edge_key(tri[2], tri[0]));
+                    if smallest == key {
+                        third.push((Topology::opposite(tri, e), f.tri(), f.forward()));
+                    }
+                }
+                third.sort_unstable();
+                for group in third.chunk_by(|x, y| x.0 == y.0).filter(|g| g.len() > 1) {
+                    let forward = group.iter().filter(|g| g.2).count();
+                    let minority = if 2 * forward == group.len() { !group[0].2 } else { 2 * forward < group.len() };
+                    let rep = group.iter().position(|g| g.2 != minority).unwrap_or(0);
+                    out.extend(
+                        group.iter().enumerate().filter(|(k, _)| *k != rep).map(|(_, g)| (g.1, g.2 == minority)),
+                    );
+                }
+            }
+            out.sort_unstable();
+            out
+        };
+        let mut rng = crate::geom::testrng::XorShift::new(0xd0b1_e5);
+        for round in 0..20 {
+            let n = 6 + round as u64;
+            let points: Vec<[f64; 3]> = (0..n).map(|_| [rng.unit(), rng.unit(), rng.unit()]).collect();
+            let triangles: Vec<[u32; 3]> =
+                (0..600).map(|_| [rng.below(n) as u32, rng.below(n) as u32, rng.below(n) as u32]).collect();
+            let t = Topology::build(&points, &triangles, 0.0);
+            let want = oracle(&t);
+            assert!(round > 10 || !want.is_empty(), "round {round} has duplicates");
+            assert_eq!(t.duplicate_faces(), want, "round {round}");
+        }
     }
 }
