@@ -1166,7 +1166,7 @@ mod tests {
             out.sort_unstable();
             out
         };
-        let mut rng = crate::geom::testrng::XorShift::new(0xd0b1_e5);
+        let mut rng = crate::geom::testrng::XorShift::new(0x00d0_b1e5);
         for round in 0..20 {
             let n = 6 + round as u64;
             let points: Vec<[f64; 3]> = (0..n).map(|_| [rng.unit(), rng.unit(), rng.unit()]).collect();
