@@ -101,6 +101,35 @@ fn a_small_tetrahedron_far_from_a_sphere_is_debris() {
     assert_eq!(measured_f64(check(&report(&Doc::single(s)), "GEO-007"), "debris_shells"), 0.0);
 }
 
+/// Shells that are all small, or none small, hold no debris however far
+/// apart they stand (GEO-007 does not box them then): a 5 x 5 x 5 grid of
+/// cube instances (each 0.8 % of the triangles, under the 1 % line) and two
+/// equal spheres 50 m apart.
+#[test]
+fn shells_all_small_or_none_small_are_not_debris() {
+    let mut doc = Doc::single(cube(0.1));
+    doc.nodes.clear();
+    doc.scene_roots.clear();
+    for i in 0..125u32 {
+        let at = [(i % 5) as f32 * 10.0, (i / 5 % 5) as f32 * 10.0, (i / 25) as f32 * 10.0];
+        doc.nodes.push(Node { mesh: Some(0), translation: Some(at), ..Node::default() });
+        doc.scene_roots.push(i as usize);
+    }
+    let r = report(&doc);
+    let g = check(&r, "GEO-007");
+    assert_eq!(measured_f64(g, "shells"), 125.0);
+    assert_eq!(measured_f64(g, "debris_shells"), 0.0);
+    assert_eq!(g.status, Status::Pass);
+    let mut doc = Doc::single(sphere(24, 12, 1.0));
+    doc.nodes.push(Node { mesh: Some(0), translation: Some([50.0, 0.0, 0.0]), ..Node::default() });
+    doc.scene_roots.push(1);
+    let r = report(&doc);
+    let g = check(&r, "GEO-007");
+    assert_eq!(measured_f64(g, "shells"), 2.0);
+    assert_eq!(measured_f64(g, "debris_shells"), 0.0);
+    assert_eq!(g.status, Status::Pass);
+}
+
 #[test]
 fn degenerate_triangles_are_counted() {
     let mut c = cube(1.0);

@@ -332,11 +332,11 @@ pub const DEBRIS_MAX_TRI_PCT: Param = Param {
     integer: false,
 };
 
-/// Budget: Smallest gap from the main shell for debris.
+/// Budget: Smallest gap from the larger shells for debris.
 pub const DEBRIS_MIN_GAP_PCT: Param = Param {
     key: "debris_min_gap_pct",
     unit: "% of diagonal",
-    doc: "Smallest gap from the main shell for debris",
+    doc: "Smallest gap from the larger shells for debris",
     overridable: false,
     integer: false,
 };
@@ -348,12 +348,12 @@ pub const FLOATING_DEBRIS: CheckDef = CheckDef {
     category: CATEGORY,
     severity: Severity::Warning,
     params: &[&MAX_DEBRIS_SHELLS, &DEBRIS_MAX_TRI_PCT, &DEBRIS_MIN_GAP_PCT],
-    what: "Among the shells of the welded mesh, a shell is debris when it holds at most debris_max_tri_pct % of the triangles and its bounding box is at least debris_min_gap_pct % of the scene diagonal away from the main shell's box (the main shell has the most triangles).",
+    what: "Among the shells of the welded mesh, a shell is debris when it holds at most debris_max_tri_pct % of the triangles and its bounding box is at least debris_min_gap_pct % of the scene diagonal away from the box of every shell that is not small (so a small part beside a larger part is not debris); a mesh whose shells are all small, or none, has none.",
     why: "Stray fragments left by modelling or scanning inflate bounds (breaking framing, scale and origin checks) and render as specks in mid-air.",
     fix: "Select linked geometry and delete the fragments (Blender: Select > Select Loose; MeshLab: Remove Isolated Pieces).",
     measured: &[
         ("shells", "edge-connected components of the welded mesh"),
-        ("debris_shells", "shells that are small and separated from the main shell"),
+        ("debris_shells", "shells that are small and separated from every shell that is not"),
         ("debris_triangles", "triangles in debris shells"),
         LOC,
         LOC_TOTAL,
@@ -361,7 +361,7 @@ pub const FLOATING_DEBRIS: CheckDef = CheckDef {
     threshold: &[
         ("max_debris_shells", "debris shells allowed"),
         ("debris_max_tri_pct", "largest shell, % of triangles, that can be debris"),
-        ("debris_min_gap_pct", "smallest box gap from the main shell, % of the scene diagonal"),
+        ("debris_min_gap_pct", "smallest box gap from the shells that are not small, % of the scene diagonal"),
     ],
     needs: Needs { geometry: true, textures: false, validator: false, renderer: false },
     gauge: None,

@@ -611,27 +611,7 @@ impl Topology {
                     third.push((c, f, forward));
                 }
             }
-            if third.len() < 2 {
-                continue;
-            }
-            third.sort_unstable();
-            let mut i = 0;
-            while i < third.len() {
-                let mut j = i + 1;
-                while j < third.len() && third[j].0 == third[i].0 {
-                    j += 1;
-                }
-                // The group's minority winding is "opposite" (on a tie, the
-                // winding the group's first triangle does not have), so the
-                // count is min(forward, backward) whatever the triangle order.
-                let group = &third[i..j];
-                let forward = group.iter().filter(|g| g.2).count();
-                let minority = if 2 * forward == group.len() { !group[0].2 } else { 2 * forward < group.len() };
-                // The group's representative: its first triangle of the majority winding.
-                let rep = group.iter().position(|g| g.2 != minority).unwrap_or(0);
-                out.extend(group.iter().enumerate().filter(|(k, _)| *k != rep).map(|(_, g)| (g.1, g.2 == minority)));
-                i = j;
-            }
+            duplicate_groups(&mut third, &mut out);
         }
         out.sort_unstable();
         out
@@ -673,6 +653,28 @@ impl Topology {
     #[inline(always)]
     pub fn opposite(tri: [u32; 3], e: Edge) -> u32 {
         *tri.iter().find(|&&v| v != e.a && v != e.b).unwrap_or(&e.a)
+    }
+}
+
+/// One edge's duplicate faces into `out`: `third` holds the faces that have
+/// the edge as their smallest key, each as (third corner, triangle,
+/// forward); faces with the same third corner are one group, and every one
+/// but the group's representative is a duplicate, `true` when it has the
+/// group's minority winding ([`Topology::duplicate_faces`]).
+fn duplicate_groups(third: &mut [(u32, u32, bool)], out: &mut Vec<(u32, bool)>) {
+    if third.len() < 2 {
+        return;
+    }
+    third.sort_unstable();
+    for group in third.chunk_by(|x, y| x.0 == y.0).filter(|g| g.len() > 1) {
+        // The group's minority winding is "opposite" (on a tie, the
+        // winding the group's first triangle does not have), so the
+        // count is min(forward, backward) whatever the triangle order.
+        let forward = group.iter().filter(|g| g.2).count();
+        let minority = if 2 * forward == group.len() { !group[0].2 } else { 2 * forward < group.len() };
+        // The group's representative: its first triangle of the majority winding.
+        let rep = group.iter().position(|g| g.2 != minority).unwrap_or(0);
+        out.extend(group.iter().enumerate().filter(|(k, _)| *k != rep).map(|(_, g)| (g.1, g.2 == minority)));
     }
 }
 
@@ -1139,7 +1141,7 @@ mod tests {
     fn duplicate_faces_are_found_on_each_groups_smallest_edge() {
         // The definition: each edge's faces whose smallest edge key it is,
         // found by computing all three keys (before the third corner alone
-        // told it), on random triangles over few points: many duplicates,
+        // told it) and grouped as the method groups them, on random triangles over few points: many duplicates,
         // in both windings, and non-manifold edges.
         let oracle = |t: &Topology| -> Vec<(u32, bool)> {
             let mut out = Vec::new();
@@ -1153,15 +1155,7 @@ mod tests {
                         third.push((Topology::opposite(tri, e), f.tri(), f.forward()));
                     }
                 }
-                third.sort_unstable();
-                for group in third.chunk_by(|x, y| x.0 == y.0).filter(|g| g.len() > 1) {
-                    let forward = group.iter().filter(|g| g.2).count();
-                    let minority = if 2 * forward == group.len() { !group[0].2 } else { 2 * forward < group.len() };
-                    let rep = group.iter().position(|g| g.2 != minority).unwrap_or(0);
-                    out.extend(
-                        group.iter().enumerate().filter(|(k, _)| *k != rep).map(|(_, g)| (g.1, g.2 == minority)),
-                    );
-                }
+                duplicate_groups(&mut third, &mut out);
             }
             out.sort_unstable();
             out
