@@ -421,10 +421,11 @@ fn run_checks_freeing(
         return run_checks(asset, opts, spec, render);
     }
     let checks = Checks { opts, spec, render };
-    // The checks that read the normals, tangents and colours (PERF-006)
-    // beside the chain's first check, then those streams freed: the rest
-    // of the phase, UV-004 and UV-005 (its peak) among it, runs without
-    // them (the 32 MB sphere's normals are 7 MB).
+    // The light checks, PERF-006 (the only one that reads the normals,
+    // tangents and colours) first, beside the chain's first check, then
+    // those streams freed: the rest of the phase, UV-004 and UV-005 (its
+    // peak) among it, runs without them (the 32 MB sphere's normals are 7
+    // MB).
     let mut results = checks.first_phase_head(asset);
     timed(
         || "vertex streams freed (normals, tangents, colours)".into(),
@@ -627,30 +628,30 @@ impl Checks<'_> {
         self.chained(asset, |d| !catalog::reads_world(d), false)
     }
 
-    /// Whether `def` is in [`Checks::first_phase_head`]: a check that reads
-    /// the vertex streams ([`catalog::reads_vertex_streams`]), or the first
-    /// memory-hungry check of the first phase (UV-002), which it runs beside.
+    /// Whether `def` is in [`Checks::first_phase_head`]: a check of the
+    /// first phase that is not memory-hungry (PERF-006, the only one that
+    /// reads the vertex streams, among them), or the first memory-hungry
+    /// one (UV-002), which they run beside.
     fn in_first_head(def: &CheckDef) -> bool {
         let first_hungry = CATALOG.iter().find(|d| !catalog::reads_world(d) && catalog::memory_hungry(d)).map(|d| d.id);
-        !catalog::reads_world(def)
-            && (catalog::reads_vertex_streams(def) || (catalog::memory_hungry(def) && Some(def.id) == first_hungry))
+        !catalog::reads_world(def) && (!catalog::memory_hungry(def) || Some(def.id) == first_hungry)
     }
 
     /// [`Checks::first_phase`] for an asset the engine owns, in two steps
-    /// with the vertex streams freed between them: first the checks that
-    /// read them beside the chain's first check (PERF-006 beside UV-002,
-    /// as [`catalog::runs_first`] already ran it), ...
+    /// with the vertex streams freed between them: first the light checks
+    /// beside the chain's first check (PERF-006 first, as
+    /// [`catalog::runs_first`] has it, then the others on the pool, beside
+    /// UV-002), ... UV-002 rasterises on one thread, and the light checks
+    /// fill the other core while it does; after them, UV-004, UV-005 and
+    /// UV-008 each use both cores inside. With the light checks after the
+    /// streams were freed, beside UV-004, s13 took 0.480 s against 0.460
+    /// s, for 0.5 MB less at its peak (BENCHMARKS.md, "Twenty-fifth step").
     fn first_phase_head(&self, asset: &Asset) -> Indexed {
-        let (mut streams, rest) = rayon::join(
-            || self.in_turn(asset, |d| Self::in_first_head(d) && catalog::reads_vertex_streams(d), false),
-            || self.in_turn(asset, |d| Self::in_first_head(d) && !catalog::reads_vertex_streams(d), false),
-        );
-        streams.extend(rest);
-        streams
+        self.chained(asset, Self::in_first_head, false)
     }
 
-    /// ... then the rest of the phase, chained as [`Checks::first_phase`]
-    /// chains it.
+    /// ... then the rest of the phase (the other memory-hungry checks),
+    /// chained as [`Checks::first_phase`] chains it.
     fn first_phase_rest(&self, asset: &Asset) -> Indexed {
         self.chained(asset, |d| !catalog::reads_world(d) && !Self::in_first_head(d), false)
     }

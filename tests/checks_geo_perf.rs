@@ -385,7 +385,8 @@ fn a_large_mesh_checked_without_its_surface_attributes_gives_the_same_report() {
 /// sphere is textured, so that UV-008 measures rather than skips. And
 /// PERF-006 ends before the other light checks begin (it fails without
 /// `catalog::runs_first`), and the vertex streams only it reads are freed
-/// before UV-004 begins. In the second phase GEO-008 runs first the same
+/// before UV-004 begins, once the other light checks have run beside UV-002
+/// (they ran beside UV-004 before the twenty-fifth step). In the second phase GEO-008 runs first the same
 /// way, ending before the other light checks there begin (it fails without
 /// GEO-008 in `catalog::runs_first`).
 #[test]
@@ -438,6 +439,11 @@ fn the_first_phases_hungry_checks_run_one_at_a_time() {
     let line = err.lines().find(|l| l.starts_with("vertex streams freed")).unwrap_or_else(|| panic!("{err}"));
     let freed: f64 = line.rsplit_once('(').and_then(|(_, r)| r.split_once("..")).unwrap().0.parse().unwrap();
     assert!(first.1 <= freed && freed <= span("UV-004").0, "streams freed at {freed}, PERF-006 {first:?}:\n{err}");
+    // The other light checks run beside UV-002 too (whose raster leaves a
+    // core idle), ending before the streams are freed.
+    for id in ["PERF-004", "PERF-005"] {
+        assert!(span(id).1 <= freed, "{id} {:?} after the streams were freed at {freed}:\n{err}", span(id));
+    }
     // The second phase: GEO-008 (its vertex arrays) before the other light
     // checks, beside TOP-001's candidates rather than its pairing.
     let first = span("GEO-008");

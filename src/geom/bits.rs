@@ -15,6 +15,14 @@ impl Bits {
         Bits { words: vec![0; len.div_ceil(64)], len }
     }
 
+    /// `len` flags from their packed words (flag i is bit i % 64 of word
+    /// i / 64); `words` must be `len` flags' worth, with the bits past
+    /// `len` clear.
+    pub fn from_words(words: Vec<u64>, len: usize) -> Bits {
+        assert_eq!(words.len(), len.div_ceil(64), "{} words for {len} flags", words.len());
+        Bits { words, len }
+    }
+
     /// The flags `flags`, packed.
     pub fn from_bools(flags: &[bool]) -> Bits {
         let mut bits = Bits::new(flags.len());
@@ -78,6 +86,9 @@ mod tests {
         (0..200).filter(|&i| flags[i]).for_each(|i| set.set(i));
         assert_eq!(set, bits);
         assert!(Bits::new(0).is_empty());
+        // From words: flag 64 is word 1's lowest bit.
+        let words = Bits::from_words(vec![1 << 63, 1], 65);
+        assert!((0..65).all(|i| words.get(i) == (i == 63 || i == 64)));
     }
 
     #[test]

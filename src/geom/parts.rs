@@ -1,6 +1,13 @@
 //! How many parts a pass over many items is split into on the thread pool
 //! ([`parts_for`]): the weld's walk over its cells joins from each part
-//! into one shared union-find.
+//! into one shared union-find. And the pieces of a counting sort in parts
+//! (the edge map's and UV-005's buckets): the parts' ranges ([`ranges`]),
+//! their counts turned into where each part writes
+//! ([`positions_from_counts`]), and an array every part writes places of
+//! its own in ([`shared_u32s`], [`shared_u64s`]).
+
+use std::ops::Range;
+use std::sync::atomic::{AtomicU32, AtomicU64};
 
 /// From this many items, a pass is split into parts (below it, one part:
 /// the split's fixed costs would outweigh it).
@@ -16,9 +23,86 @@ pub fn parts_for(items: usize) -> usize {
     if items < PARALLEL_FROM { 1 } else { rayon::current_num_threads().clamp(1, MAX_PARTS) }
 }
 
+/// `0..n` in `parts` ranges (1 or more), in order and about equal, each
+/// but the last starting on a multiple of `align`.
+pub fn ranges(n: usize, parts: usize, align: usize) -> Vec<Range<usize>> {
+    let parts = parts.max(1);
+    let start = |i: usize| if i == parts { n } else { (n * i / parts) / align * align };
+    (0..parts).map(|i| start(i)..start(i + 1)).collect()
+}
+
+/// Turns every part's counts per bucket (all the same length) into the
+/// place its first entry of each bucket goes: the buckets in order, and
+/// within a bucket the parts in order, so that parts over consecutive
+/// ranges lay their entries out as one sequential pass would. Returns the
+/// entries in all. Once each part has written its entries (advancing its
+/// places), the last part's places are every bucket's end.
+pub fn positions_from_counts(counts: &mut [Vec<u32>]) -> u32 {
+    let buckets = counts.first().map_or(0, Vec::len);
+    let mut at = 0u32;
+    for b in 0..buckets {
+        for count in counts.iter_mut() {
+            let n = count[b];
+            count[b] = at;
+            at += n;
+        }
+    }
+    at
+}
+
+/// A slice of `u32` as atomics, so that several threads may each write
+/// places of their own in it (a relaxed store is a plain store).
+pub fn shared_u32s(words: &mut [u32]) -> &[AtomicU32] {
+    const _: () = assert!(std::mem::align_of::<AtomicU32>() == std::mem::align_of::<u32>());
+    // SAFETY: AtomicU32 has the size and bit validity of u32, and (checked
+    // above) its alignment; the slice is borrowed mutably, so nothing else
+    // reads or writes it while the atomics are in use.
+    unsafe { &*(words as *mut [u32] as *const [AtomicU32]) }
+}
+
+/// [`shared_u32s`] for `u64`.
+pub fn shared_u64s(words: &mut [u64]) -> &[AtomicU64] {
+    const _: () = assert!(std::mem::align_of::<AtomicU64>() == std::mem::align_of::<u64>());
+    // SAFETY: as in `shared_u32s`.
+    unsafe { &*(words as *mut [u64] as *const [AtomicU64]) }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn counts_in_parts_lay_entries_out_as_one_pass() {
+        // Items with buckets, counted and written in 1-4 parts, give the
+        // buckets one sequential counting sort gives (items in order within
+        // each), and the last part's places end up at the buckets' ends.
+        let mut rng = crate::geom::testrng::XorShift::new(0x09a1_17e5);
+        let items: Vec<u32> = (0..1000).map(|_| rng.below(37) as u32).collect();
+        let mut want: Vec<usize> = (0..items.len()).collect();
+        want.sort_by_key(|&i| items[i]);
+        for parts in 1..=4 {
+            let ranges = ranges(items.len(), parts, 64);
+            assert_eq!(ranges.iter().map(|r| r.len()).sum::<usize>(), items.len());
+            assert!(ranges.iter().all(|r| r.start.is_multiple_of(64)));
+            let mut counts = vec![vec![0u32; 37]; parts];
+            for (r, count) in ranges.iter().zip(&mut counts) {
+                r.clone().for_each(|i| count[items[i] as usize] += 1);
+            }
+            assert_eq!(positions_from_counts(&mut counts), items.len() as u32);
+            let mut out = vec![0u32; items.len()];
+            let shared = shared_u32s(&mut out);
+            for (r, fill) in ranges.iter().zip(&mut counts) {
+                for i in r.clone() {
+                    let at = &mut fill[items[i] as usize];
+                    shared[*at as usize].store(i as u32, std::sync::atomic::Ordering::Relaxed);
+                    *at += 1;
+                }
+            }
+            assert_eq!(out.iter().map(|&i| i as usize).collect::<Vec<_>>(), want, "{parts} parts");
+            let ends: Vec<u32> = (0..37u32).map(|b| items.iter().filter(|&&x| x <= b).count() as u32).collect();
+            assert_eq!(counts.last().unwrap(), &ends);
+        }
+    }
 
     #[test]
     fn small_inputs_stay_in_one_part() {

@@ -150,11 +150,17 @@ impl SharedUnionFind {
     /// [`UnionFind::labels`] of the sets joined (every thread's unions
     /// done: the caller holds it whole again).
     pub fn labels(self) -> (Vec<u32>, usize) {
+        self.into_labels(|_| false)
+    }
+
+    /// [`UnionFind::into_labels`] of the sets joined (every thread's
+    /// unions done), `skip` leaving out elements never joined.
+    pub fn into_labels(self, skip: impl Fn(usize) -> bool) -> (Vec<u32>, usize) {
         let parent: Vec<u32> = self.parent.into_iter().map(AtomicU32::into_inner).collect();
         // The same forest as a plain union-find's; labelling reads only
         // the parents (ranks matter only to further unions, and there are
         // none).
-        UnionFind { parent, rank: Vec::new() }.labels()
+        UnionFind { parent, rank: Vec::new() }.into_labels(skip)
     }
 }
 
@@ -211,6 +217,13 @@ mod tests {
             let (labels, k) = shared.labels();
             assert_eq!(labels, want, "n = {n}");
             assert_eq!(k, want.iter().map(|&l| l as usize + 1).max().unwrap_or(0));
+            // Leaving out the elements in no pair, as a plain union-find does.
+            let paired: std::collections::HashSet<u32> = pairs.iter().flat_map(|&(a, b)| [a, b]).collect();
+            let skip = |i: usize| !paired.contains(&(i as u32));
+            let (shared, mut plain) = (SharedUnionFind::new(n as usize), UnionFind::new(n as usize));
+            pairs.par_chunks(97).for_each(|c| c.iter().for_each(|&(a, b)| shared.union(a, b)));
+            pairs.iter().for_each(|&(a, b)| _ = plain.union(a, b));
+            assert_eq!(shared.into_labels(skip), plain.into_labels(skip), "n = {n}, left out");
         }
     }
 

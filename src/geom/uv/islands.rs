@@ -4,8 +4,11 @@
 
 use super::layout::UvMesh;
 use crate::geom::bits::Bits;
+use crate::geom::parts::{self, parts_for};
 use crate::geom::prefetch::{BLOCK, prefetch};
-use crate::geom::unionfind::UnionFind;
+use crate::geom::unionfind::SharedUnionFind;
+use rayon::prelude::*;
+use std::sync::atomic::Ordering::Relaxed;
 
 fn corner_uvs(uvs: &[[f32; 2]], t: [u32; 3]) -> Option<[[f32; 2]; 3]> {
     Some([*uvs.get(t[0] as usize)?, *uvs.get(t[1] as usize)?, *uvs.get(t[2] as usize)?])
@@ -37,10 +40,173 @@ pub struct Islands {
 /// edges. Two triangles share an edge when both have an edge between the same
 /// two UV points, compared exactly by their f32 bits (in either direction),
 /// across meshes too; triangles touching only at a point stay apart, as do
-/// the two sides of a UV seam. O(vertices + triangles).
+/// the two sides of a UV seam. O(vertices + triangles), in parts on the
+/// thread pool ([`parts_for`]); the islands do not depend on the parts.
 pub fn uv_islands(meshes: &[UvMesh<'_>]) -> Islands {
-    // Canonical point ids: vertices with the same UV bits are one point
-    // (open addressing with linear probing; ids in order of first appearance).
+    let total: usize = meshes.iter().map(|m| m.triangles.len()).sum();
+    islands_in_parts(meshes, parts_for(total))
+}
+
+/// A vertex's point in [`point_ids`] when its UV is not finite: no usable
+/// triangle reads it.
+const NO_POINT: u32 = u32::MAX;
+
+/// A triangle's corners as point ids when it is usable: every index within
+/// its mesh's UVs, and every UV finite.
+fn corner_points(uvs: &[[f32; 2]], point: &[u32], t: [u32; 3]) -> Option<[u32; 3]> {
+    corner_uvs(uvs, t).filter(finite).map(|_| t.map(|v| point[v as usize]))
+}
+
+/// [`uv_islands`] in `parts` parts (1 or more): the triangles in that many
+/// ranges, each counted and bucketed on a thread of its own, and the
+/// buckets joined in as many ranges into one [`SharedUnionFind`].
+///
+/// Edges are bucketed by their lower point id (a counting sort), to be
+/// joined within each bucket by their higher id. Each part counts its
+/// triangles' edges into counts of its own; one pass over the points then
+/// turns every part's counts into where its entries go (the buckets in
+/// point order, each bucket's entries in part order, so in triangle order:
+/// the sequential layout), and each part writes its entries there. A
+/// triangle's corners are read twice from the point ids, to count and to
+/// fill, rather than held in an array of their own (12 bytes a triangle
+/// beside the buckets' 8). After the fill, the last part's positions are
+/// every bucket's end, and the others' are freed.
+fn islands_in_parts(meshes: &[UvMesh<'_>], parts: usize) -> Islands {
+    let parts = parts.max(1);
+    let (point, points) = point_ids(meshes);
+    let total: usize = meshes.iter().map(|m| m.triangles.len()).sum();
+    let mut base = Vec::with_capacity(meshes.len() + 1);
+    let (mut vertices, mut triangles) = (0usize, 0usize);
+    let mut tri_base = Vec::with_capacity(meshes.len() + 1);
+    for m in meshes {
+        base.push(vertices);
+        tri_base.push(triangles);
+        vertices += m.uvs.len();
+        triangles += m.triangles.len();
+    }
+    tri_base.push(total);
+    // Triangle ranges on whole words of the usable flags (each part sets
+    // the bits of its own words).
+    let ranges = parts::ranges(total, parts, 64);
+    let edges_of = |c: [u32; 3]| [(c[0], c[1]), (c[1], c[2]), (c[2], c[0])].map(|(a, b)| (a.min(b), a.max(b)));
+    let mut counts: Vec<Vec<u32>> = (0..parts).map(|_| vec![0u32; points]).collect();
+    let mut usable = vec![0u64; total.div_ceil(64)];
+    {
+        let mut words = &mut usable[..];
+        let mut jobs = Vec::with_capacity(parts);
+        for (range, count) in ranges.iter().zip(counts.iter_mut()) {
+            // Counted into: each page read before it is written.
+            crate::memory::prefault(count);
+            let (head, tail) = words.split_at_mut(range.end.div_ceil(64) - range.start / 64);
+            words = tail;
+            jobs.push((range.clone(), count, head));
+        }
+        jobs.into_par_iter().for_each(|(range, count, words)| {
+            let first = range.start;
+            each_triangle(meshes, &tri_base, range, |mi, g, t| {
+                if let Some(c) = corner_points(meshes[mi].uvs, &point[base[mi]..], t) {
+                    words[(g - first) / 64] |= 1 << (g % 64);
+                    for (lo, hi) in edges_of(c) {
+                        count[lo as usize] += (lo != hi) as u32;
+                    }
+                }
+            });
+        });
+    }
+    // Every part's counts become its first position in each bucket.
+    let at = parts::positions_from_counts(&mut counts);
+    let mut entries = vec![0u64; at as usize];
+    crate::memory::prefault(&mut entries);
+    {
+        // Each part writes entries of its own (their places are disjoint):
+        // (higher point, triangle), packed so that sorting the numbers
+        // sorts the pairs.
+        let shared = parts::shared_u64s(&mut entries);
+        let jobs: Vec<_> = ranges.into_iter().zip(counts.iter_mut()).collect();
+        jobs.into_par_iter().for_each(|(range, fill)| {
+            each_triangle(meshes, &tri_base, range, |mi, g, t| {
+                if let Some(c) = corner_points(meshes[mi].uvs, &point[base[mi]..], t) {
+                    for (lo, hi) in edges_of(c) {
+                        if lo != hi {
+                            let f = &mut fill[lo as usize];
+                            shared[*f as usize].store(u64::from(hi) << 32 | g as u64, Relaxed);
+                            *f += 1;
+                        }
+                    }
+                }
+            });
+        });
+    }
+    drop(point);
+    let end = counts.pop().expect("one part at least");
+    drop(counts);
+    // Buckets joined in ranges of points holding about equal entries.
+    let sets = SharedUnionFind::new(total);
+    let mut jobs = Vec::with_capacity(parts);
+    let (mut rest, mut from, mut taken) = (&mut entries[..], 0usize, 0usize);
+    for i in 1..=parts {
+        let to = if i == parts { points } else { end.partition_point(|&e| (e as usize) < at as usize / parts * i) };
+        let to = to.max(from);
+        let upto = if to == 0 { 0 } else { end[to - 1] as usize };
+        let (head, tail) = rest.split_at_mut(upto - taken);
+        jobs.push((from..to, taken, head));
+        (rest, from, taken) = (tail, to, upto);
+    }
+    jobs.into_par_iter().for_each(|(range, first, part)| {
+        let mut lo_at = first;
+        for p in range {
+            let hi_at = end[p] as usize;
+            let bucket = &mut part[lo_at - first..hi_at - first];
+            lo_at = hi_at;
+            if bucket.len() < 2 {
+                continue;
+            }
+            bucket.sort_unstable();
+            for k in 1..bucket.len() {
+                if bucket[k] >> 32 == bucket[k - 1] >> 32 {
+                    sets.union(bucket[k - 1] as u32, bucket[k] as u32);
+                }
+            }
+        }
+    });
+    drop(entries);
+    drop(end);
+    // Unusable triangles were never joined.
+    let usable = Bits::from_words(usable, total);
+    let (island, count) = sets.into_labels(|t| !usable.get(t));
+    Islands { island, count: count as u32 }
+}
+
+/// Calls `f(mesh, triangle, corners)` for the triangles `range` of the
+/// meshes in order (numbered across them; `tri_base` is each mesh's first
+/// and then the total).
+fn each_triangle(
+    meshes: &[UvMesh<'_>],
+    tri_base: &[usize],
+    range: std::ops::Range<usize>,
+    mut f: impl FnMut(usize, usize, [u32; 3]),
+) {
+    let mut g = range.start;
+    let mut mi = tri_base.partition_point(|&b| b <= g).saturating_sub(1);
+    while g < range.end && mi < meshes.len() {
+        let local = g - tri_base[mi];
+        let upto = range.end.min(tri_base[mi + 1]);
+        for &t in &meshes[mi].triangles[local..upto - tri_base[mi]] {
+            f(mi, g, t);
+            g += 1;
+        }
+        mi += 1;
+    }
+}
+
+/// Every vertex's UV point (vertices with the same UV bits, across meshes,
+/// are one point), as an id in `0..points` numbered in order of first
+/// appearance, and `points`; [`NO_POINT`] for a vertex whose UV is not
+/// finite. Open addressing with linear probing, on this thread: hashing in
+/// parts into one table took longer on two cores than this (each slot
+/// claimed by a compare-and-swap, and its first vertex kept by another,
+/// both missing the cache).
+fn point_ids(meshes: &[UvMesh<'_>]) -> (Vec<u32>, usize) {
     let vertices: usize = meshes.iter().map(|m| m.uvs.len()).sum();
     // At most two thirds full (a third of the memory of a table twice the
     // points, with probes still short).
@@ -50,16 +216,14 @@ pub fn uv_islands(meshes: &[UvMesh<'_>]) -> Islands {
     let mut slot_key = vec![0u64; cap];
     let mut slot_id = vec![0u32; cap];
     // Probed all over, each page read before it is written: faulted in at
-    // once (`memory::prefault`), as the buckets below.
+    // once (`memory::prefault`), as the counts in `islands_in_parts`.
     crate::memory::prefault(&mut slot_key);
     crate::memory::prefault(&mut slot_id);
     let mut point: Vec<u32> = Vec::with_capacity(vertices);
-    let mut base = Vec::with_capacity(meshes.len());
     let mut points = 0u32;
     let slot_of = |k: u64| (k.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> shift) as usize;
     let mut keys = [0u64; BLOCK];
     for m in meshes {
-        base.push(point.len());
         // Each block's slots are fetched before its points are probed in
         // order (the table is far larger than the caches).
         for block in m.uvs.chunks(BLOCK) {
@@ -69,7 +233,11 @@ pub fn uv_islands(meshes: &[UvMesh<'_>]) -> Islands {
                 prefetch(&slot_id[i]);
                 prefetch(&slot_key[i]);
             }
-            for &k in &keys[..block.len()] {
+            for (&k, &p) in keys.iter().zip(block) {
+                if !(p[0].is_finite() && p[1].is_finite()) {
+                    point.push(NO_POINT);
+                    continue;
+                }
                 let mut i = slot_of(k);
                 loop {
                     let id = slot_id[i];
@@ -88,89 +256,13 @@ pub fn uv_islands(meshes: &[UvMesh<'_>]) -> Islands {
             }
         }
     }
-    drop((slot_key, slot_id));
-    let points = points as usize;
-
-    // Edges bucketed by their lower point id (counting sort), to be joined
-    // within each bucket by their higher id. A triangle's corners as point
-    // ids ([u32::MAX; 3]: unusable) are read twice from the point ids, to
-    // count and to fill, rather than held in an array of their own (12
-    // bytes a triangle beside the buckets' 24: this check's peak, and the
-    // first phase's on a large mesh). Each array is freed once read: the
-    // point ids once the buckets are filled (which triangles are usable is
-    // kept in a bit a triangle), the buckets once joined.
-    const NONE: [u32; 3] = [u32::MAX; 3];
-    let total: usize = meshes.iter().map(|m| m.triangles.len()).sum();
-    let corners = |mi: usize, m: &UvMesh<'_>, t: [u32; 3]| match corner_uvs(m.uvs, t).filter(finite) {
-        Some(_) => t.map(|v| point[base[mi] + v as usize]),
-        None => NONE,
-    };
-    let mut start = vec![0u32; points + 1];
-    // Counted into: each page read before it is written.
-    crate::memory::prefault(&mut start);
-    let edges_of = |c: [u32; 3]| [(c[0], c[1]), (c[1], c[2]), (c[2], c[0])].map(|(a, b)| (a.min(b), a.max(b)));
-    for (mi, m) in meshes.iter().enumerate() {
-        for &t in m.triangles {
-            let c = corners(mi, m, t);
-            if c != NONE {
-                for (lo, hi) in edges_of(c) {
-                    start[lo as usize + 1] += (lo != hi) as u32;
-                }
-            }
-        }
-    }
-    for i in 0..points {
-        start[i + 1] += start[i];
-    }
-    let mut fill = start.clone();
-    let mut entries = vec![(0u32, 0u32); start[points] as usize];
-    crate::memory::prefault(&mut entries);
-    let mut usable = Bits::new(total);
-    let mut t = 0usize;
-    for (mi, m) in meshes.iter().enumerate() {
-        for &tri in m.triangles {
-            let c = corners(mi, m, tri);
-            if c != NONE {
-                usable.set(t);
-                for (lo, hi) in edges_of(c) {
-                    if lo != hi {
-                        let f = &mut fill[lo as usize];
-                        entries[*f as usize] = (hi, t as u32);
-                        *f += 1;
-                    }
-                }
-            }
-            t += 1;
-        }
-    }
-    drop(fill);
-    drop(point);
-    let mut sets = UnionFind::new(total);
-    for p in 0..points {
-        let bucket = &mut entries[start[p] as usize..start[p + 1] as usize];
-        if bucket.len() < 2 {
-            continue;
-        }
-        bucket.sort_unstable();
-        for k in 1..bucket.len() {
-            if bucket[k].0 == bucket[k - 1].0 {
-                sets.union(bucket[k - 1].1, bucket[k].1);
-            }
-        }
-    }
-    drop(entries);
-    drop(start);
-
-    // Labelled over the union-find's own array (unusable triangles were
-    // never joined): no array of labels beside the buckets and the sets
-    // (4 bytes a triangle at this check's peak).
-    let (island, count) = sets.into_labels(|t| !usable.get(t));
-    Islands { island, count: count as u32 }
+    (point, points as usize)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::geom::unionfind::UnionFind;
     use crate::geom::uv::layout::fixtures::mesh;
 
     /// Islands by a map from each edge's two UV keys to its triangles: the
@@ -244,7 +336,52 @@ mod tests {
                 layouts.push((uvs, tris));
             }
             let meshes: Vec<UvMesh<'_>> = layouts.iter().map(|(u, t)| mesh(u, t)).collect();
-            assert_eq!(uv_islands(&meshes), islands_by_edge_map(&meshes), "round {round}");
+            let want = islands_by_edge_map(&meshes);
+            assert_eq!(uv_islands(&meshes), want, "round {round}");
+            // In parts, whatever their number (ranges empty, or ending inside a mesh).
+            for parts in 2..=5 {
+                assert_eq!(islands_in_parts(&meshes, parts), want, "round {round}, {parts} parts");
+            }
+        }
+    }
+
+    #[test]
+    fn islands_in_parts_match_an_edge_map_on_large_layouts() {
+        // Enough vertices that the table's probes collide and the parts
+        // hash, count and join at once: a grid of points split into strips
+        // by seams (a strip's edge vertices duplicated), spread over three
+        // meshes, with triangles in random order.
+        let mut rng = crate::geom::testrng::XorShift::new(0x1d2c_3b4a);
+        let n = 120usize;
+        let at = |x: usize, y: usize| [x as f32 / n as f32, y as f32 / n as f32 + (x / 17) as f32 * 2.0];
+        let mut uvs = Vec::new();
+        let mut index = std::collections::HashMap::new();
+        let mut vertex = |x: usize, y: usize, strip: usize, uvs: &mut Vec<[f32; 2]>| {
+            *index.entry((x, y, strip)).or_insert_with(|| {
+                uvs.push(if x.is_multiple_of(17) && strip != x / 17 { [x as f32, y as f32] } else { at(x, y) });
+                (uvs.len() - 1) as u32
+            })
+        };
+        let mut tris = Vec::new();
+        for y in 0..n - 1 {
+            for x in 0..n - 1 {
+                let s = x / 17;
+                let [a, b, c, d] =
+                    [(x, y), (x + 1, y), (x + 1, y + 1), (x, y + 1)].map(|(x, y)| vertex(x, y, s, &mut uvs));
+                tris.push([a, b, c]);
+                tris.push([a, c, d]);
+            }
+        }
+        for i in (1..tris.len()).rev() {
+            tris.swap(i, rng.below(i as u64 + 1) as usize);
+        }
+        let (one, rest) = tris.split_at(tris.len() / 3);
+        let (two, three) = rest.split_at(rest.len() / 2);
+        let meshes = [mesh(&uvs, one), mesh(&uvs, two), mesh(&uvs, three)];
+        let want = islands_by_edge_map(&meshes);
+        assert!(want.count > 1);
+        for parts in 1..=4 {
+            assert_eq!(islands_in_parts(&meshes, parts), want, "{parts} parts");
         }
     }
 
