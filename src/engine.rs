@@ -644,7 +644,7 @@ impl Checks<'_> {
     /// UV-002), ... UV-002 rasterises on one thread, and the light checks
     /// fill the other core while it does; after them, UV-004, UV-005 and
     /// UV-008 each use both cores inside. With the light checks after the
-    /// streams were freed, beside UV-004, s13 took 0.480 s against 0.460
+    /// streams were freed, beside UV-004, s13 took 0.470 s against 0.460
     /// s, for 0.5 MB less at its peak (BENCHMARKS.md, "Twenty-fifth step").
     fn first_phase_head(&self, asset: &Asset) -> Indexed {
         self.chained(asset, Self::in_first_head, false)
