@@ -629,12 +629,14 @@ impl Checks<'_> {
     }
 
     /// Whether `def` is in [`Checks::first_phase_head`]: a check of the
-    /// first phase that is not memory-hungry (PERF-006, the only one that
-    /// reads the vertex streams, among them), or the first memory-hungry
-    /// one (UV-002), which they run beside.
+    /// first phase that is not memory-hungry, or that reads the vertex
+    /// streams ([`catalog::reads_vertex_streams`]: they are freed after the
+    /// head), or the first memory-hungry one (UV-002), which the others run
+    /// beside.
     fn in_first_head(def: &CheckDef) -> bool {
         let first_hungry = CATALOG.iter().find(|d| !catalog::reads_world(d) && catalog::memory_hungry(d)).map(|d| d.id);
-        !catalog::reads_world(def) && (!catalog::memory_hungry(def) || Some(def.id) == first_hungry)
+        !catalog::reads_world(def)
+            && (!catalog::memory_hungry(def) || catalog::reads_vertex_streams(def) || Some(def.id) == first_hungry)
     }
 
     /// [`Checks::first_phase`] for an asset the engine owns, in two steps

@@ -98,8 +98,9 @@ pub fn runs_first(def: &CheckDef) -> bool {
 /// Whether a check reads a primitive's normals, tangents or colours (the
 /// vertex streams besides positions and UVs): PERF-006, which counts
 /// distinct vertices over every stream. No other check reads them, so on a
-/// large mesh whose asset it owns the engine frees them once PERF-006 has
-/// run, before UV-004 and UV-005 (the first phase's peak).
+/// large mesh whose asset it owns the engine frees them once the first
+/// phase's head has run (the checks listed here, the other light checks and
+/// UV-002), before UV-004 and UV-005 (the first phase's peak).
 pub fn reads_vertex_streams(def: &CheckDef) -> bool {
     def.id == perf::VERTEX_FETCH.id
 }

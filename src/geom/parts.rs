@@ -4,10 +4,10 @@
 //! (the edge map's and UV-005's buckets): the parts' ranges ([`ranges`]),
 //! their counts turned into where each part writes
 //! ([`positions_from_counts`]), and an array every part writes places of
-//! its own in ([`shared_u32s`], [`shared_u64s`]).
+//! its own in ([`shared_u64s`]).
 
 use std::ops::Range;
-use std::sync::atomic::{AtomicU32, AtomicU64};
+use std::sync::atomic::AtomicU64;
 
 /// From this many items, a pass is split into parts (below it, one part:
 /// the split's fixed costs would outweigh it).
@@ -50,20 +50,13 @@ pub fn positions_from_counts(counts: &mut [Vec<u32>]) -> u32 {
     at
 }
 
-/// A slice of `u32` as atomics, so that several threads may each write
+/// A slice of `u64` as atomics, so that several threads may each write
 /// places of their own in it (a relaxed store is a plain store).
-pub fn shared_u32s(words: &mut [u32]) -> &[AtomicU32] {
-    const _: () = assert!(std::mem::align_of::<AtomicU32>() == std::mem::align_of::<u32>());
-    // SAFETY: AtomicU32 has the size and bit validity of u32, and (checked
-    // above) its alignment; the slice is borrowed mutably, so nothing else
-    // reads or writes it while the atomics are in use.
-    unsafe { &*(words as *mut [u32] as *const [AtomicU32]) }
-}
-
-/// [`shared_u32s`] for `u64`.
 pub fn shared_u64s(words: &mut [u64]) -> &[AtomicU64] {
     const _: () = assert!(std::mem::align_of::<AtomicU64>() == std::mem::align_of::<u64>());
-    // SAFETY: as in `shared_u32s`.
+    // SAFETY: AtomicU64 has the size and bit validity of u64, and (checked
+    // above) its alignment; the slice is borrowed mutably, so nothing else
+    // reads or writes it while the atomics are in use.
     unsafe { &*(words as *mut [u64] as *const [AtomicU64]) }
 }
 
@@ -89,12 +82,12 @@ mod tests {
                 r.clone().for_each(|i| count[items[i] as usize] += 1);
             }
             assert_eq!(positions_from_counts(&mut counts), items.len() as u32);
-            let mut out = vec![0u32; items.len()];
-            let shared = shared_u32s(&mut out);
+            let mut out = vec![0u64; items.len()];
+            let shared = shared_u64s(&mut out);
             for (r, fill) in ranges.iter().zip(&mut counts) {
                 for i in r.clone() {
                     let at = &mut fill[items[i] as usize];
-                    shared[*at as usize].store(i as u32, std::sync::atomic::Ordering::Relaxed);
+                    shared[*at as usize].store(i as u64, std::sync::atomic::Ordering::Relaxed);
                     *at += 1;
                 }
             }

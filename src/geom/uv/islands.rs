@@ -69,20 +69,19 @@ fn corner_points(uvs: &[[f32; 2]], point: &[u32], t: [u32; 3]) -> Option<[u32; 3
 /// the sequential layout), and each part writes its entries there. A
 /// triangle's corners are read twice from the point ids, to count and to
 /// fill, rather than held in an array of their own (12 bytes a triangle
-/// beside the buckets' 8). After the fill, the last part's positions are
+/// beside the buckets' 24). After the fill, the last part's positions are
 /// every bucket's end, and the others' are freed.
 fn islands_in_parts(meshes: &[UvMesh<'_>], parts: usize) -> Islands {
     let parts = parts.max(1);
     let (point, points) = point_ids(meshes);
-    let total: usize = meshes.iter().map(|m| m.triangles.len()).sum();
-    let mut base = Vec::with_capacity(meshes.len() + 1);
-    let (mut vertices, mut triangles) = (0usize, 0usize);
-    let mut tri_base = Vec::with_capacity(meshes.len() + 1);
+    // Each mesh's first vertex and first triangle, then the triangles in all.
+    let (mut base, mut tri_base) = (Vec::with_capacity(meshes.len()), Vec::with_capacity(meshes.len() + 1));
+    let (mut vertices, mut total) = (0usize, 0usize);
     for m in meshes {
         base.push(vertices);
-        tri_base.push(triangles);
+        tri_base.push(total);
         vertices += m.uvs.len();
-        triangles += m.triangles.len();
+        total += m.triangles.len();
     }
     tri_base.push(total);
     // Triangle ranges on whole words of the usable flags (each part sets
@@ -178,8 +177,9 @@ fn islands_in_parts(meshes: &[UvMesh<'_>], parts: usize) -> Islands {
 }
 
 /// Calls `f(mesh, triangle, corners)` for the triangles `range` of the
-/// meshes in order (numbered across them; `tri_base` is each mesh's first
-/// and then the total).
+/// meshes in order: the mesh's index, the triangle's number across the
+/// meshes, and its corners (`tri_base` is each mesh's first triangle, then
+/// the total).
 fn each_triangle(
     meshes: &[UvMesh<'_>],
     tri_base: &[usize],
