@@ -77,7 +77,7 @@ impl Case {
     fn input(&self) -> Input {
         Input {
             filename: self.label.clone(),
-            bytes: self.bytes.clone(),
+            bytes: self.bytes.clone().into(),
             resolver: Box::new(bundle::DirResolver::new(bundle::parent_dir(&self.path))),
         }
     }

@@ -239,7 +239,7 @@ fn a_validation_begun_ahead_is_taken_by_the_same_request_only() {
     let path = dir.path().join("cube.glb");
     let glb = box_glb();
     std::fs::write(&path, &glb).unwrap();
-    let bytes = Arc::new(glb.clone());
+    let bytes = Arc::new(meshcheck::asset::bytes::Bytes::from(glb.clone()));
     let resolver = || Arc::new(DirResolver::new(dir.path()));
     let main = Main { bytes: MainBytes::Held(&bytes), path: Some(&path) };
 
@@ -253,7 +253,7 @@ fn a_validation_begun_ahead_is_taken_by_the_same_request_only() {
 
     // Begun ahead for other bytes than the request's (the file changed in
     // between): that outcome is not taken, the request is validated.
-    v.begin_ahead("cube.glb".into(), path.clone(), Arc::new(b"other".to_vec()), resolver());
+    v.begin_ahead("cube.glb".into(), path.clone(), Arc::new(b"other".to_vec().into()), resolver());
     let third = v.validate_main("cube.glb", main, resolver().as_ref()).unwrap();
     assert!(third.validator_version.starts_with(&format!("cube.glb-{}-", glb.len())), "{}", third.validator_version);
     // Nor for another name.
@@ -273,7 +273,7 @@ fn validations_begun_ahead_are_capped() {
     let v = Arc::new(Validator::with_install(install, Duration::from_secs(30)).unwrap());
     v.limit(1);
     let dir = tempfile::tempdir().unwrap();
-    let bytes = Arc::new(box_glb());
+    let bytes = Arc::new(meshcheck::asset::bytes::Bytes::from(box_glb()));
     for i in 0..20 {
         let path = dir.path().join(format!("f{i}.glb"));
         std::fs::write(&path, &*bytes).unwrap();

@@ -7,6 +7,7 @@
 
 pub mod anim;
 pub mod bundle;
+pub mod bytes;
 pub mod data;
 pub mod draco;
 pub mod glb;
@@ -37,8 +38,8 @@ pub const DECODE_BUDGET_MAX: u64 = 8 << 30;
 pub struct Input {
     /// File name as shown in the report (no directories), or "-".
     pub filename: String,
-    /// The bytes.
-    pub bytes: Vec<u8>,
+    /// The bytes (a large file mapped, [`bytes::Bytes`]).
+    pub bytes: bytes::Bytes,
     /// Where a .gltf's external resources come from.
     pub resolver: Box<dyn Resolver>,
 }
@@ -46,23 +47,13 @@ pub struct Input {
 impl Input {
     /// Bytes with no external resources (a lone upload).
     pub fn from_bytes(filename: impl Into<String>, bytes: Vec<u8>) -> Input {
-        Input { filename: filename.into(), bytes, resolver: Box::new(bundle::NoResources) }
+        Input { filename: filename.into(), bytes: bytes.into(), resolver: Box::new(bundle::NoResources) }
     }
 
     /// A file on disk; a .gltf's resources resolve beside it.
     pub fn from_path(path: &std::path::Path) -> std::io::Result<Input> {
-        use std::io::Read;
-        // Read whole into a block of the file's size whose pages are
-        // faulted in at once (`memory::prefault`), as `std::fs::read` would
-        // read it otherwise.
-        let mut file = std::fs::File::open(path)?;
-        let size = file.metadata().map(|m| m.len()).unwrap_or(0);
-        let mut bytes = Vec::new();
-        bytes
-            .try_reserve_exact(usize::try_from(size).unwrap_or(usize::MAX))
-            .map_err(|_| std::io::Error::new(std::io::ErrorKind::OutOfMemory, "the file is larger than memory"))?;
-        crate::memory::prefault(bytes.spare_capacity_mut());
-        file.read_to_end(&mut bytes)?;
+        // Mapped when large, else read whole (`Bytes::read_file`).
+        let bytes = bytes::Bytes::read_file(&mut std::fs::File::open(path)?)?;
         let filename =
             path.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_else(|| path.display().to_string());
         Ok(Input { filename, bytes, resolver: Box::new(bundle::DirResolver::new(bundle::parent_dir(path))) })
@@ -178,7 +169,7 @@ pub struct Opened {
     /// The report's `input` block.
     pub info: InputInfo,
     /// The GLB or .gltf bytes (the input itself, or the bundle's main file).
-    pub main: Vec<u8>,
+    pub main: bytes::Bytes,
     /// External resources, relative to the main file (shared, so that the
     /// validator can keep reading them after the main bytes are dropped).
     pub resolver: std::sync::Arc<dyn Resolver>,
@@ -202,18 +193,23 @@ pub fn open(input: Input) -> Result<Opened> {
     let Input { filename, bytes, resolver } = input;
     let input_bytes = bytes.len() as u64;
     let kind = sniff(&bytes)?;
-    let (format, main_file, main, resolver, sha256): (InputFormat, Option<String>, Vec<u8>, Box<dyn Resolver>, String) =
-        match kind {
-            Sniffed::Glb => (InputFormat::Glb, None, bytes, resolver, String::new()),
-            Sniffed::Json => (InputFormat::Gltf, None, bytes, resolver, String::new()),
-            Sniffed::Zip => {
-                let (sha256, zipped) = rayon::join(|| sha256_hex(&bytes), || bundle::ZipBundle::open(&bytes));
-                let mut zipped = zipped?;
-                let main_file = zipped.main_file.clone();
-                let main = zipped.take_main();
-                (InputFormat::Zip, Some(main_file), main, Box::new(zipped.into_resolver()), sha256)
-            }
-        };
+    let (format, main_file, main, resolver, sha256): (
+        InputFormat,
+        Option<String>,
+        bytes::Bytes,
+        Box<dyn Resolver>,
+        String,
+    ) = match kind {
+        Sniffed::Glb => (InputFormat::Glb, None, bytes, resolver, String::new()),
+        Sniffed::Json => (InputFormat::Gltf, None, bytes, resolver, String::new()),
+        Sniffed::Zip => {
+            let (sha256, zipped) = rayon::join(|| sha256_hex(&bytes), || bundle::ZipBundle::open(&bytes));
+            let mut zipped = zipped?;
+            let main_file = zipped.main_file.clone();
+            let main = zipped.take_main().into();
+            (InputFormat::Zip, Some(main_file), main, Box::new(zipped.into_resolver()), sha256)
+        }
+    };
     let info = InputInfo { filename, format, bytes: input_bytes, sha256, main_file };
     Ok(Opened { info, main, resolver: resolver.into() })
 }

@@ -213,7 +213,7 @@ fn read_input(job: &Job) -> Result<Input> {
 /// Standard input's bytes as an input; its resources are read from the current directory.
 fn stdin_input(bytes: Vec<u8>) -> Input {
     let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
-    Input { filename: "-".into(), bytes, resolver: Box::new(crate::asset::bundle::DirResolver::new(cwd)) }
+    Input { filename: "-".into(), bytes: bytes.into(), resolver: Box::new(crate::asset::bundle::DirResolver::new(cwd)) }
 }
 
 /// Validates one job. With `shots_dir` (full mode, `--screenshots`), the
@@ -235,7 +235,7 @@ pub fn validate_job_for_card(
     let mut visuals = None;
     let result = read_input(job).and_then(|input| {
         // Standard input cannot be read twice: its bytes are kept for the turntable.
-        let kept = (card.is_some_and(Option::is_some) && job.path.is_none()).then(|| input.bytes.clone());
+        let kept = (card.is_some_and(Option::is_some) && job.path.is_none()).then(|| input.bytes.to_vec());
         // A file on disk is read by the validator itself, not piped to it.
         let (mut report, stills) = match &job.path {
             Some(path) => engine::validate_file_with_stills(input, path, opts)?,

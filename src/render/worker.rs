@@ -152,7 +152,7 @@ impl Source {
             Drawer::Local => Source::default(),
             Drawer::Worker(_) => Source {
                 filename: input.filename.clone(),
-                bytes: input.bytes.clone(),
+                bytes: input.bytes.to_vec(),
                 dir: input.resolver.base_dir().map(PathBuf::from),
             },
         }
@@ -704,7 +704,7 @@ fn handle(header: &Value, payload: Vec<u8>) -> Result<(Value, Vec<Vec<u8>>)> {
         // The folder a CLI input's resources lie in, as the caller resolves them.
         Some(dir) => Input {
             filename: text("filename"),
-            bytes: payload,
+            bytes: payload.into(),
             resolver: Box::new(asset::bundle::DirResolver::new(dir)),
         },
         None => Input::from_bytes(text("filename"), payload),

@@ -720,7 +720,7 @@ const AHEAD_MAX_PENDING: usize = 16;
 /// outcome when it comes.
 struct Ahead {
     uri: String,
-    bytes: Arc<Vec<u8>>,
+    bytes: Arc<crate::asset::bytes::Bytes>,
     outcome: Receiver<std::result::Result<Findings, Failure>>,
 }
 
@@ -964,7 +964,13 @@ impl Validator {
     /// while the workers finish their checks (BENCHMARKS.md, "SPEC-001
     /// overhead"). Nothing is begun once the package is known not to load,
     /// nor while `AHEAD_MAX_PENDING` outcomes wait to be taken.
-    pub fn begin_ahead(self: &Arc<Self>, uri: String, path: PathBuf, bytes: Arc<Vec<u8>>, resolver: Arc<dyn Resolver>) {
+    pub fn begin_ahead(
+        self: &Arc<Self>,
+        uri: String,
+        path: PathBuf,
+        bytes: Arc<crate::asset::bytes::Bytes>,
+        resolver: Arc<dyn Resolver>,
+    ) {
         if matches!(self.started.get(), Some(Err(_))) {
             return;
         }

@@ -340,14 +340,17 @@ impl Topology {
                 }
             }
         });
-        // Edges are runs of equal larger vertices within a bucket. Their
-        // larger vertices are written over `hi` as it is read (edge k starts
-        // at directed edge k or later, so the write never passes the read),
-        // and their starts into an array of their own: the edge list is never
-        // held beside a second copy of the directed edges. Counted first, on
-        // the thread pool, so that the starts are allocated once; written in
-        // one sequential pass, which an in-place write needs.
-        let edge_count: usize = starts
+        // Edges are runs of equal larger vertices within a bucket. Each
+        // chunk of buckets counts its edges, then (on the thread pool)
+        // writes their starts and its buckets' first edges into slices of
+        // their own, and its edges' larger vertices over its own part of
+        // `hi` as it reads it (edge k of a chunk starts at its directed edge
+        // k or later, so the write never passes the read). The chunks'
+        // edges are then moved down to follow each other, in order (a
+        // chunk's edges end where the next chunk's go, never past where the
+        // next chunk's directed edges begin). The edge list is never held
+        // beside a second copy of the directed edges.
+        let chunk_edges: Vec<usize> = starts
             .par_iter()
             .map(|&s| {
                 let (hi, offset) = (&hi, &offset);
@@ -359,22 +362,46 @@ impl Topology {
                 }
                 n
             })
-            .sum();
-        let mut edge_start: Vec<u32> = Vec::with_capacity(edge_count);
+            .collect();
+        let edge_count: usize = chunk_edges.iter().sum();
+        let mut edge_start = vec![0u32; edge_count];
         let mut first = vec![0u32; nv + 1];
-        let mut k = 0usize;
-        for lo in 0..nv {
-            let (mut i, to) = (offset[lo] as usize, offset[lo + 1] as usize);
-            while i < to {
-                let (h, start) = (hi[i], i);
-                while i < to && hi[i] == h {
-                    i += 1;
-                }
-                hi[k] = h;
-                edge_start.push(start as u32);
-                k += 1;
+        {
+            let mut jobs = Vec::with_capacity(starts.len());
+            let (mut rest_hi, mut rest_start, mut rest_first) = (&mut hi[..], &mut edge_start[..], &mut first[1..]);
+            let mut before = 0usize;
+            for (&s, &n) in starts.iter().zip(&chunk_edges) {
+                let e = (s + CHUNK).min(nv);
+                let (head_hi, tail_hi) = rest_hi.split_at_mut((offset[e] - offset[s]) as usize);
+                let (head_start, tail_start) = rest_start.split_at_mut(n);
+                let (head_first, tail_first) = rest_first.split_at_mut(e - s);
+                jobs.push((s, before, head_hi, head_start, head_first));
+                (rest_hi, rest_start, rest_first) = (tail_hi, tail_start, tail_first);
+                before += n;
             }
-            first[lo + 1] = k as u32;
+            jobs.into_par_iter().for_each(|(s, before, part_hi, part_start, part_first)| {
+                let base = offset[s] as usize;
+                let mut k = 0usize;
+                for (lo, first) in (s..).zip(part_first.iter_mut()) {
+                    let (mut i, to) = (offset[lo] as usize - base, offset[lo + 1] as usize - base);
+                    while i < to {
+                        let (h, start) = (part_hi[i], i);
+                        while i < to && part_hi[i] == h {
+                            i += 1;
+                        }
+                        part_hi[k] = h;
+                        part_start[k] = (base + start) as u32;
+                        k += 1;
+                    }
+                    *first = (before + k) as u32;
+                }
+            });
+        }
+        let mut k = 0usize;
+        for (&s, &n) in starts.iter().zip(&chunk_edges) {
+            let from = offset[s] as usize;
+            hi.copy_within(from..from + n, k);
+            k += n;
         }
         debug_assert_eq!(k, edge_count);
         hi.truncate(k);
@@ -849,6 +876,49 @@ mod tests {
             tris.push([base, base + 1, base + 2]);
         }
         (pts, tris)
+    }
+
+    #[test]
+    fn the_edge_map_over_many_chunks_is_every_directed_edge_sorted() {
+        // Enough vertices for a dozen chunks of buckets, some buckets empty,
+        // repeated and reversed edges, collapsed triangles: the edges, their
+        // starts and faces are those of sorting every (smaller, larger,
+        // face) once.
+        let nv = 12 * 4096 + 333;
+        let mut rng = crate::geom::testrng::XorShift::new(22);
+        let mut tris = Vec::new();
+        for _ in 0..60_000 {
+            let a = rng.below(nv as u64) as u32;
+            let near = |rng: &mut crate::geom::testrng::XorShift| (a as u64 + rng.below(40)).min(nv as u64 - 1) as u32;
+            let t = [a, near(&mut rng), near(&mut rng)];
+            tris.push(t);
+            if rng.below(5) == 0 {
+                tris.push([t[1], t[0], t[2]]);
+            }
+        }
+        let vertices = Vertices::from_points((0..nv).map(|i| [i as f64, 0.0, 0.0]).collect());
+        let topo = Topology::from_welded(vertices, tris.clone());
+        let mut directed: Vec<(u32, u32, u32)> = Vec::new();
+        for (ti, t) in tris.iter().enumerate() {
+            if !is_collapsed(*t) {
+                for (u, v) in [(t[0], t[1]), (t[1], t[2]), (t[2], t[0])] {
+                    directed.push((u.min(v), u.max(v), ((ti as u32) << 1) | u32::from(u < v)));
+                }
+            }
+        }
+        directed.sort_unstable();
+        let faces: Vec<u32> = topo.edge_faces.iter().map(|f| (f.tri() << 1) | u32::from(f.forward())).collect();
+        assert_eq!(faces, directed.iter().map(|d| d.2).collect::<Vec<_>>());
+        let mut want = Vec::new();
+        let mut i = 0;
+        while i < directed.len() {
+            let j = i + directed[i..].iter().take_while(|d| (d.0, d.1) == (directed[i].0, directed[i].1)).count();
+            want.push(Edge { a: directed[i].0, b: directed[i].1, start: i as u32, count: (j - i) as u32 });
+            i = j;
+        }
+        assert!(want.len() > 100_000);
+        assert_eq!(topo.edges.iter().collect::<Vec<_>>(), want);
+        assert_eq!(topo.edges.len(), want.len());
     }
 
     #[test]

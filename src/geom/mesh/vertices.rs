@@ -8,6 +8,9 @@
 //! where it was modelled) every coordinate is an `f32` value, and half the
 //! bytes hold it bit for bit.
 
+use crate::geom::parts;
+use rayon::prelude::*;
+
 /// Welded vertex positions (see the module documentation).
 #[derive(Debug, Clone)]
 pub enum Vertices {
@@ -36,7 +39,7 @@ impl Vertices {
     /// `points[i]` for the first `i` whose `labels[i]` is `w` (every vertex
     /// has one). Narrow when every point's coordinates narrow exactly.
     pub fn first_of_groups(points: &[[f64; 3]], labels: &[u32], count: usize) -> Vertices {
-        if points.iter().all(|p| p.iter().all(|&x| narrows(x))) {
+        if points.par_iter().with_min_len(4096).all(|p| p.iter().all(|&x| narrows(x))) {
             Vertices::Narrow(first_of_groups(points, labels, count, |p| p.map(|x| x as f32)))
         } else {
             Vertices::Wide(first_of_groups(points, labels, count, |p| p))
@@ -84,13 +87,21 @@ impl Vertices {
 }
 
 /// `f` of the first point of each of `count` groups (`labels[i]` is point
-/// `i`'s group).
-fn first_of_groups<T: Copy + Default>(
+/// `i`'s group). From [`parts::PARALLEL_FROM`] points, in parts on the pool
+/// when the groups are numbered in order of first appearance, as the
+/// weld numbers them ([`in_parts`]); otherwise in one pass.
+fn first_of_groups<T: Copy + Default + Send>(
     points: &[[f64; 3]],
     labels: &[u32],
     count: usize,
-    f: impl Fn([f64; 3]) -> T,
+    f: impl Fn([f64; 3]) -> T + Sync,
 ) -> Vec<T> {
+    let n = parts::parts_for(labels.len());
+    if n > 1
+        && let Some(out) = in_parts(points, labels, count, n, &f)
+    {
+        return out;
+    }
     let mut out = vec![T::default(); count];
     let mut seen = vec![false; count];
     for (i, &w) in labels.iter().enumerate() {
@@ -100,6 +111,58 @@ fn first_of_groups<T: Copy + Default>(
         }
     }
     out
+}
+
+/// [`first_of_groups`] in `n` parts, when the groups are numbered in order
+/// of first appearance (`None` when they are not). Then the groups a part
+/// meets first are the numbers from one past the highest before it, in
+/// order, and each part writes a slice of its own: the highest label of
+/// each part first, then the parts side by side.
+fn in_parts<T: Copy + Default + Send>(
+    points: &[[f64; 3]],
+    labels: &[u32],
+    count: usize,
+    n: usize,
+    f: &(impl Fn([f64; 3]) -> T + Sync),
+) -> Option<Vec<T>> {
+    let ranges = parts::ranges(labels.len(), n, 1);
+    // One past each part's highest label (0 for an empty part).
+    let tops: Vec<usize> =
+        ranges.par_iter().map(|r| labels[r.clone()].iter().map(|&w| w as usize + 1).max().unwrap_or(0)).collect();
+    // The first group each part can meet first: one past the highest before it.
+    let mut firsts = Vec::with_capacity(n);
+    let mut high = 0;
+    for &t in &tops {
+        firsts.push(high);
+        high = high.max(t);
+    }
+    if high != count {
+        return None;
+    }
+    let mut out = vec![T::default(); count];
+    let mut slices = Vec::with_capacity(n);
+    let mut rest = &mut out[..];
+    for p in 0..n {
+        let end = firsts.get(p + 1).copied().unwrap_or(count);
+        let (head, tail) = rest.split_at_mut(end - firsts[p]);
+        slices.push(head);
+        rest = tail;
+    }
+    let in_order = ranges.into_par_iter().zip(slices).zip(firsts).all(|((range, slice), first)| {
+        let mut next = first;
+        for i in range {
+            let w = labels[i] as usize;
+            if w >= next {
+                if w != next {
+                    return false;
+                }
+                slice[w - first] = f(points[i]);
+                next += 1;
+            }
+        }
+        next == first + slice.len()
+    });
+    in_order.then_some(out)
 }
 
 #[cfg(test)]
@@ -127,6 +190,57 @@ mod tests {
         let nan = f64::from_bits(0x7ff8_0000_0000_0001);
         let v = Vertices::from_points(vec![[nan, 1.0, 2.0]]);
         assert_eq!(v.get(0)[0].to_bits(), nan.to_bits());
+    }
+
+    #[test]
+    fn first_of_groups_in_parts_is_the_one_pass() {
+        // Labels in order of first appearance (the weld's), over enough
+        // points to split; and labels out of that order, which fall back.
+        let n = 3 * parts::PARALLEL_FROM + 17;
+        let points: Vec<[f64; 3]> = (0..n).map(|i| [i as f64, 0.5, -(i as f64)]).collect();
+        let mut rng = crate::geom::testrng::XorShift::new(7);
+        let mut labels = Vec::with_capacity(n);
+        let mut count = 0u32;
+        for _ in 0..n {
+            let fresh = count == 0 || rng.below(3) == 0;
+            labels.push(if fresh { count } else { rng.below(count as u64) as u32 });
+            count += u32::from(fresh);
+        }
+        let one_pass = |labels: &[u32], count: usize| {
+            let mut out = vec![[f64::NAN; 3]; count];
+            let mut seen = vec![false; count];
+            for (i, &w) in labels.iter().enumerate() {
+                if !std::mem::replace(&mut seen[w as usize], true) {
+                    out[w as usize] = points[i];
+                }
+            }
+            out
+        };
+        let f = |p: [f64; 3]| p;
+        let split = in_parts(&points, &labels, count as usize, 4, &f).expect("in order");
+        assert_eq!(split, one_pass(&labels, count as usize));
+        assert_eq!(first_of_groups(&points, &labels, count as usize, f), one_pass(&labels, count as usize));
+        // Two groups swapped: not in order of first appearance.
+        let swapped: Vec<u32> = labels
+            .iter()
+            .map(|&w| {
+                if w == 0 {
+                    1
+                } else if w == 1 {
+                    0
+                } else {
+                    w
+                }
+            })
+            .collect();
+        assert!(in_parts(&points, &swapped, count as usize, 4, &f).is_none());
+        assert_eq!(first_of_groups(&points, &swapped, count as usize, f), one_pass(&swapped, count as usize));
+        // A group first met late in the last part, past the others.
+        let mut late = labels.clone();
+        let last = late.len() - 1;
+        late[last] = count;
+        assert!(in_parts(&points, &late, count as usize + 1, 4, &f).is_some());
+        assert_eq!(first_of_groups(&points, &late, count as usize + 1, f), one_pass(&late, count as usize + 1));
     }
 
     #[test]

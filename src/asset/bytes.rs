@@ -1,0 +1,254 @@
+//! An input's bytes ([`Bytes`]): a block the program owns (an upload, a
+//! zip entry, a small file read whole) or, for a large regular file on
+//! Linux, the file mapped read-only ([`Bytes::read_file`]).
+//!
+//! **Why map.** Reading a file whole first has the kernel fault in and
+//! zero a block of the file's size, then copies the file into it: on s13
+//! (36.5 MB) 26 ms of populating and 9 ms of reading, on one core, before
+//! anything else can start (BENCHMARKS.md, "Twenty-sixth step"). A file in
+//! the page cache is already in memory: mapping it (`MAP_POPULATE`, so
+//! that its pages are entered at once rather than faulted one read at a
+//! time) gives the same bytes with no copy and no fresh pages. The mapped
+//! pages count in the process's resident size as the copy did, so the peak
+//! is unchanged.
+//!
+//! **When.** Only regular files of at least [`MAP_AT_LEAST`] bytes: below
+//! it a read costs about as much as a mapping. Every other input (a pipe,
+//! standard input, a small file, every platform but Linux) is read whole.
+//!
+//! **What it risks.** A mapped file that another process truncates while
+//! it is read ends the process with SIGBUS, where a read would have seen a
+//! short or changed file. This is the trade ripgrep makes for single large
+//! files; meshcheck makes it for files it was pointed at, which nothing is
+//! expected to rewrite while they are checked. `MESHCHECK_NO_MMAP=1`
+//! (any value but `0`) reads every file instead.
+
+use std::ops::Deref;
+
+/// Regular files at least this large are mapped rather than read (Linux).
+pub const MAP_AT_LEAST: u64 = 4 << 20;
+
+/// An input's bytes, owned or mapped; either way a `[u8]`.
+pub enum Bytes {
+    /// A block the program owns.
+    Owned(Vec<u8>),
+    /// A file mapped read-only.
+    #[cfg(target_os = "linux")]
+    Mapped(Mapping),
+}
+
+impl Bytes {
+    /// The file's bytes: mapped when it is a regular file of at least
+    /// [`MAP_AT_LEAST`] bytes on Linux (and `MESHCHECK_NO_MMAP` is not
+    /// set), otherwise read whole into a block of its size whose pages are
+    /// faulted in at once ([`crate::memory::prefault`]).
+    pub fn read_file(file: &mut std::fs::File) -> std::io::Result<Bytes> {
+        Bytes::read_file_with(file, !mapping_refused())
+    }
+
+    /// [`Bytes::read_file`], mapping only when `map` says it may.
+    pub fn read_file_with(file: &mut std::fs::File, map: bool) -> std::io::Result<Bytes> {
+        use std::io::Read;
+        let meta = file.metadata()?;
+        let size = meta.len();
+        #[cfg(not(target_os = "linux"))]
+        let _ = map;
+        #[cfg(target_os = "linux")]
+        if map
+            && meta.is_file()
+            && size >= MAP_AT_LEAST
+            && let Some(m) = Mapping::of(file, size)
+        {
+            return Ok(Bytes::Mapped(m));
+        }
+        let mut bytes = Vec::new();
+        bytes
+            .try_reserve_exact(usize::try_from(size).unwrap_or(usize::MAX))
+            .map_err(|_| std::io::Error::new(std::io::ErrorKind::OutOfMemory, "the file is larger than memory"))?;
+        crate::memory::prefault(bytes.spare_capacity_mut());
+        file.read_to_end(&mut bytes)?;
+        Ok(Bytes::Owned(bytes))
+    }
+
+    /// Whether the bytes are a mapped file.
+    pub fn is_mapped(&self) -> bool {
+        match self {
+            Bytes::Owned(_) => false,
+            #[cfg(target_os = "linux")]
+            Bytes::Mapped(_) => true,
+        }
+    }
+
+    /// The bytes as an owned block (a copy when they are mapped).
+    pub fn into_vec(self) -> Vec<u8> {
+        match self {
+            Bytes::Owned(v) => v,
+            #[cfg(target_os = "linux")]
+            Bytes::Mapped(m) => m.to_vec(),
+        }
+    }
+}
+
+impl Deref for Bytes {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        match self {
+            Bytes::Owned(v) => v,
+            #[cfg(target_os = "linux")]
+            Bytes::Mapped(m) => m,
+        }
+    }
+}
+
+impl AsRef<[u8]> for Bytes {
+    fn as_ref(&self) -> &[u8] {
+        self
+    }
+}
+
+impl From<Vec<u8>> for Bytes {
+    fn from(v: Vec<u8>) -> Bytes {
+        Bytes::Owned(v)
+    }
+}
+
+impl Clone for Bytes {
+    /// A clone owns its bytes (a mapping is copied).
+    fn clone(&self) -> Bytes {
+        Bytes::Owned(self.to_vec())
+    }
+}
+
+impl std::fmt::Debug for Bytes {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let how = if self.is_mapped() { "mapped" } else { "owned" };
+        write!(f, "Bytes({} bytes, {how})", self.len())
+    }
+}
+
+impl PartialEq for Bytes {
+    fn eq(&self, other: &Bytes) -> bool {
+        **self == **other
+    }
+}
+
+/// Whether `MESHCHECK_NO_MMAP` asks for every file to be read.
+fn mapping_refused() -> bool {
+    std::env::var_os("MESHCHECK_NO_MMAP").is_some_and(|v| v != "0")
+}
+
+/// A file mapped read-only and private, unmapped when dropped.
+#[cfg(target_os = "linux")]
+pub struct Mapping {
+    ptr: std::ptr::NonNull<u8>,
+    len: usize,
+}
+
+// SAFETY: the mapping is read-only and owned by this value alone; reading
+// it from several threads is reading immutable memory.
+#[cfg(target_os = "linux")]
+unsafe impl Send for Mapping {}
+// SAFETY: as above: `&Mapping` only reads.
+#[cfg(target_os = "linux")]
+unsafe impl Sync for Mapping {}
+
+#[cfg(target_os = "linux")]
+impl Mapping {
+    /// Maps `size` bytes of `file` (`size` > 0), its pages entered at once;
+    /// `None` when the kernel refuses (the file system cannot map, say),
+    /// and the caller reads instead.
+    fn of(file: &std::fs::File, size: u64) -> Option<Mapping> {
+        use std::os::fd::AsRawFd;
+        let len = usize::try_from(size).ok().filter(|&l| l > 0)?;
+        // SAFETY: a fresh private read-only mapping of an open file; the
+        // kernel chooses the address, so nothing the program holds is
+        // touched. A failure is MAP_FAILED, checked below.
+        let ptr = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ,
+                libc::MAP_PRIVATE | libc::MAP_POPULATE,
+                file.as_raw_fd(),
+                0,
+            )
+        };
+        if ptr == libc::MAP_FAILED {
+            return None;
+        }
+        Some(Mapping { ptr: std::ptr::NonNull::new(ptr.cast::<u8>())?, len })
+    }
+}
+
+#[cfg(target_os = "linux")]
+impl Deref for Mapping {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        // SAFETY: `ptr` is a live mapping of `len` readable bytes, unmapped
+        // only on drop, and never written (PROT_READ).
+        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.len) }
+    }
+}
+
+#[cfg(target_os = "linux")]
+impl Drop for Mapping {
+    fn drop(&mut self) {
+        // SAFETY: the mapping made in `of`, unmapped once; no slice of it
+        // outlives `self` (they borrow it).
+        unsafe {
+            libc::munmap(self.ptr.as_ptr().cast(), self.len);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    fn file_of(bytes: &[u8]) -> (tempfile::TempDir, std::path::PathBuf) {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("f.bin");
+        std::fs::File::create(&path).and_then(|mut f| f.write_all(bytes)).expect("write");
+        (dir, path)
+    }
+
+    #[test]
+    fn a_large_file_is_mapped_and_reads_as_its_bytes() {
+        let body: Vec<u8> = (0..MAP_AT_LEAST as usize + 4099).map(|i| (i * 31 % 251) as u8).collect();
+        let (_dir, path) = file_of(&body);
+        let bytes = Bytes::read_file(&mut std::fs::File::open(&path).expect("open")).expect("read");
+        assert_eq!(bytes.is_mapped(), cfg!(target_os = "linux"));
+        assert_eq!(&bytes[..], &body[..]);
+        let copy = bytes.clone();
+        assert!(!copy.is_mapped());
+        assert_eq!(copy, bytes);
+        assert_eq!(bytes.into_vec(), body);
+        let read = Bytes::read_file_with(&mut std::fs::File::open(&path).expect("open"), false).expect("read");
+        assert!(!read.is_mapped());
+        assert_eq!(&read[..], &body[..]);
+    }
+
+    #[test]
+    fn small_and_empty_files_are_read() {
+        for len in [0usize, 1, 4096, MAP_AT_LEAST as usize - 1] {
+            let body: Vec<u8> = (0..len).map(|i| i as u8).collect();
+            let (_dir, path) = file_of(&body);
+            let bytes = Bytes::read_file(&mut std::fs::File::open(&path).expect("open")).expect("read");
+            assert!(!bytes.is_mapped(), "{len} bytes");
+            assert_eq!(&bytes[..], &body[..]);
+        }
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_mapped_file_keeps_its_bytes_after_it_is_removed() {
+        let body = vec![7u8; MAP_AT_LEAST as usize];
+        let (dir, path) = file_of(&body);
+        let bytes = Bytes::read_file(&mut std::fs::File::open(&path).expect("open")).expect("read");
+        std::fs::remove_file(&path).expect("remove");
+        drop(dir);
+        assert!(bytes.is_mapped());
+        assert!(bytes.iter().all(|&b| b == 7));
+    }
+}
