@@ -293,31 +293,43 @@ impl Scene {
         // beside the points and triangles (8 bytes a triangle).
         let mut degenerate = crate::geom::bits::Bits::new(total_tris);
         let mut stream = regularity.then(|| QualityStream::new(total_tris));
-        let mut window = Vec::new();
+        // A window's qualities are pushed into the summary (in order, on
+        // one thread) while the next window's shapes are found on the pool.
+        let (mut window, mut pushing) = (Vec::new(), Vec::new());
         let mut head = Vec::new();
         let mut done = 0;
         for ii in 0..self.instances.len() {
             for tris in each(ii).chunks(QUALITY_WINDOW) {
                 head.clear();
                 head.resize(tris.len(), false);
-                let shapes = tris.par_iter().zip(head.par_iter_mut()).map(|(&t, flag)| {
-                    let ([a, b, c], repeated) = corners_of(ii, t);
-                    let s = vector::shape(a, b, c);
-                    *flag = repeated || vector::degenerate_shape(&s, tolerance);
-                    s.quality
-                });
+                let shapes = |head: &mut [bool], window: &mut Vec<f64>| {
+                    let shapes = tris.par_iter().zip(head.par_iter_mut()).map(|(&t, flag)| {
+                        let ([a, b, c], repeated) = corners_of(ii, t);
+                        let s = vector::shape(a, b, c);
+                        *flag = repeated || vector::degenerate_shape(&s, tolerance);
+                        s.quality
+                    });
+                    if regularity {
+                        shapes.collect_into_vec(window);
+                    } else {
+                        shapes.for_each(drop);
+                    }
+                };
                 match stream.as_mut() {
                     Some(stream) => {
-                        shapes.collect_into_vec(&mut window);
-                        stream.extend(&window);
+                        rayon::join(|| stream.extend(&pushing), || shapes(&mut head, &mut window));
+                        std::mem::swap(&mut window, &mut pushing);
                     }
-                    None => shapes.for_each(drop),
+                    None => shapes(&mut head, &mut window),
                 }
                 degenerate.write(done, &head);
                 done += tris.len();
             }
         }
-        drop((window, head));
+        if let Some(stream) = stream.as_mut() {
+            stream.extend(&pushing);
+        }
+        drop((window, pushing, head));
         let summary = stream.map(QualityStream::finish);
         let instances = &self.instances;
         let topology = Topology::build_owned(points, tolerance, move |welded| {

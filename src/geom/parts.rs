@@ -3,11 +3,11 @@
 //! into one shared union-find. And the pieces of a counting sort in parts
 //! (the edge map's and UV-005's buckets): the parts' ranges ([`ranges`]),
 //! their counts turned into where each part writes
-//! ([`positions_from_counts`]), and an array every part writes places of
-//! its own in ([`shared_u64s`]).
+//! ([`positions_from_counts`]), and arrays every part writes places of
+//! its own in ([`shared_u32s`], [`shared_u64s`]).
 
 use std::ops::Range;
-use std::sync::atomic::AtomicU64;
+use std::sync::atomic::{AtomicU32, AtomicU64};
 
 /// From this many items, a pass is split into parts (below it, one part:
 /// the split's fixed costs would outweigh it).
@@ -48,6 +48,16 @@ pub fn positions_from_counts(counts: &mut [Vec<u32>]) -> u32 {
         }
     }
     at
+}
+
+/// A slice of `u32` as atomics, so that several threads may each write
+/// places of their own in it (a relaxed store is a plain store).
+pub fn shared_u32s(words: &mut [u32]) -> &[AtomicU32] {
+    const _: () = assert!(std::mem::align_of::<AtomicU32>() == std::mem::align_of::<u32>());
+    // SAFETY: AtomicU32 has the size and bit validity of u32, and (checked
+    // above) its alignment; the slice is borrowed mutably, so nothing else
+    // reads or writes it while the atomics are in use.
+    unsafe { &*(words as *mut [u32] as *const [AtomicU32]) }
 }
 
 /// A slice of `u64` as atomics, so that several threads may each write

@@ -14,8 +14,10 @@ use super::labels::ShellLabels;
 use super::vector::normal;
 use super::vertices::Vertices;
 use super::weld::{Welded, weld_report};
+use crate::geom::parts::{self, parts_for};
 use crate::geom::unionfind::UnionFind;
 use rayon::prelude::*;
+use std::sync::atomic::Ordering::Relaxed;
 
 /// An undirected edge key: the two welded vertex indices, smaller first.
 #[inline]
@@ -61,6 +63,14 @@ impl Face {
     #[inline]
     pub fn forward(self) -> bool {
         self.0 & 1 == 1
+    }
+
+    /// Faces as their numbers, to be written through
+    /// [`parts::shared_u32s`].
+    fn as_u32s(faces: &mut [Face]) -> &mut [u32] {
+        // SAFETY: Face is a transparent u32, so a slice of faces is a slice
+        // of u32 of the same length; the borrow is passed on.
+        unsafe { std::slice::from_raw_parts_mut(faces.as_mut_ptr().cast::<u32>(), faces.len()) }
     }
 }
 
@@ -261,46 +271,7 @@ impl Topology {
         // linear), then each small bucket sorted by (larger vertex, triangle):
         // the same order as sorting every edge key, at a fraction of the cost.
         let nv = vertices.len();
-        let mut offset = vec![0u32; nv + 1];
-        // Counted into (read before written) and then filled: faulted in
-        // at once (`memory::prefault`, as the arrays below).
-        crate::memory::prefault(&mut offset);
-        let mut live_triangles = 0usize;
-        for t in &triangles {
-            if !is_collapsed(*t) {
-                live_triangles += 1;
-                for (u, v) in [(t[0], t[1]), (t[1], t[2]), (t[2], t[0])] {
-                    offset[u.min(v) as usize + 1] += 1;
-                }
-            }
-        }
-        for i in 0..nv {
-            offset[i + 1] += offset[i];
-        }
-        let mut fill = offset.clone();
-        // Each directed edge's larger vertex and its face (triangle << 1 |
-        // walks lo -> hi), in two arrays: the faces become `edge_faces` as
-        // they stand, and the larger vertices are freed once the edges are
-        // read from them (one array of pairs held both, and the faces were
-        // copied out beside it).
-        let total = offset[nv] as usize;
-        let mut hi = vec![0u32; total];
-        let mut edge_faces = vec![Face(0); total];
-        // Every entry is written, in the buckets' order, not the pages'.
-        crate::memory::prefault(&mut hi);
-        crate::memory::prefault(&mut edge_faces);
-        for (ti, t) in triangles.iter().enumerate() {
-            if !is_collapsed(*t) {
-                for (u, v) in [(t[0], t[1]), (t[1], t[2]), (t[2], t[0])] {
-                    let lo = u.min(v) as usize;
-                    let at = fill[lo] as usize;
-                    hi[at] = u.max(v);
-                    edge_faces[at] = Face(((ti as u32) << 1) | u32::from(u < v));
-                    fill[lo] += 1;
-                }
-            }
-        }
-        drop(fill);
+        let (offset, mut hi, mut edge_faces, live_triangles) = bucket_edges(&triangles, nv, parts_for(triangles.len()));
         // Buckets are sorted by (larger vertex, face) and read in chunks of
         // vertices on the thread pool. An edge's faces are its bucket
         // entries in order, so an edge starts at its entries' position: every
@@ -705,6 +676,84 @@ fn duplicate_groups(third: &mut [(u32, u32, bool)], out: &mut Vec<(u32, bool)>) 
     }
 }
 
+/// Every live triangle's three directed edges bucketed by their smaller
+/// vertex (a counting sort): the buckets' offsets (`nv + 1`), each edge's
+/// larger vertex and its face (triangle << 1 | walks lo -> hi), and the
+/// live triangles. In `parts` ranges of triangles on the thread pool, each
+/// counted into counts of its own and then written into places of its own
+/// ([`parts::positions_from_counts`]): within a bucket the parts' entries
+/// follow each other in triangle order, so the layout is the one
+/// sequential pass's. Two parts hold the two count arrays that one pass
+/// held (its offsets and its cursors; each part past two, 4 bytes a vertex
+/// more); the last part's cursors become the offsets in place. On s13
+/// (1.3M triangles, two cores) the step took 16 -> 11.5 ms.
+fn bucket_edges(triangles: &[[u32; 3]], nv: usize, parts: usize) -> (Vec<u32>, Vec<u32>, Vec<Face>, usize) {
+    let parts = parts.max(1);
+    let ranges = parts::ranges(triangles.len(), parts, 1);
+    let directed = |t: [u32; 3]| [(t[0], t[1]), (t[1], t[2]), (t[2], t[0])];
+    // Counted into (read before written) and then filled: faulted in at
+    // once (`memory::prefault`, as the arrays below). The last part's
+    // array has room for the offsets' leading zero.
+    let mut counts: Vec<Vec<u32>> = (0..parts)
+        .map(|i| {
+            let mut c = Vec::with_capacity(nv + usize::from(i + 1 == parts));
+            c.resize(nv, 0u32);
+            crate::memory::prefault(&mut c);
+            c
+        })
+        .collect();
+    let live_triangles: usize = counts
+        .par_iter_mut()
+        .zip(ranges.par_iter())
+        .map(|(count, range)| {
+            let mut live = 0usize;
+            for t in &triangles[range.clone()] {
+                if !is_collapsed(*t) {
+                    live += 1;
+                    for (u, v) in directed(*t) {
+                        count[u.min(v) as usize] += 1;
+                    }
+                }
+            }
+            live
+        })
+        .sum();
+    let total = parts::positions_from_counts(&mut counts) as usize;
+    // Each directed edge's larger vertex and its face, in two arrays: the
+    // faces become `edge_faces` as they stand, and the larger vertices are
+    // freed once the edges are read from them (one array of pairs held
+    // both, and the faces were copied out beside it).
+    let mut hi = vec![0u32; total];
+    let mut edge_faces = vec![Face(0); total];
+    // Every entry is written, in the buckets' order, not the pages'.
+    crate::memory::prefault(&mut hi);
+    crate::memory::prefault(&mut edge_faces);
+    {
+        let shared_hi = parts::shared_u32s(&mut hi);
+        let shared_faces = parts::shared_u32s(Face::as_u32s(&mut edge_faces));
+        counts.par_iter_mut().zip(ranges.into_par_iter()).for_each(|(fill, range)| {
+            for ti in range {
+                let t = triangles[ti];
+                if !is_collapsed(t) {
+                    for (u, v) in directed(t) {
+                        let lo = u.min(v) as usize;
+                        let at = fill[lo] as usize;
+                        shared_hi[at].store(u.max(v), Relaxed);
+                        shared_faces[at].store(((ti as u32) << 1) | u32::from(u < v), Relaxed);
+                        fill[lo] += 1;
+                    }
+                }
+            }
+        });
+    }
+    // The last part's cursors are every bucket's end: with a zero before
+    // them, the buckets' offsets.
+    let mut offset = counts.pop().expect("one part at least");
+    drop(counts);
+    offset.insert(0, 0);
+    (offset, hi, edge_faces, live_triangles)
+}
+
 /// The weld of `points` at `tol`: each welded vertex's position (the first
 /// point of its group), every point's welded index, and whether the weld
 /// was exact.
@@ -876,6 +925,48 @@ mod tests {
             tris.push([base, base + 1, base + 2]);
         }
         (pts, tris)
+    }
+
+    #[test]
+    fn directed_edges_bucketed_in_parts_are_one_counting_sort() {
+        // Random triangles with collapsed, repeated and reversed ones, over
+        // vertices some of which no edge starts from: in 1 to 4 parts (and
+        // more parts than triangles), the offsets, larger vertices, faces
+        // and live count are those of one sequential counting sort.
+        let mut rng = crate::geom::testrng::XorShift::new(7);
+        for round in 0..40 {
+            let nv = 1 + rng.below(300) as usize;
+            let n = rng.below(500) as usize;
+            let tris: Vec<[u32; 3]> = (0..n)
+                .map(|_| {
+                    let v = |rng: &mut crate::geom::testrng::XorShift| rng.below(nv as u64) as u32;
+                    let a = v(&mut rng);
+                    if rng.below(6) == 0 { [a, a, v(&mut rng)] } else { [a, v(&mut rng), v(&mut rng)] }
+                })
+                .collect();
+            let mut offset = vec![0u32; nv + 1];
+            let mut entries: Vec<Vec<(u32, u32)>> = vec![Vec::new(); nv];
+            let mut live = 0;
+            for (ti, t) in tris.iter().enumerate() {
+                if !is_collapsed(*t) {
+                    live += 1;
+                    for (u, v) in [(t[0], t[1]), (t[1], t[2]), (t[2], t[0])] {
+                        offset[u.min(v) as usize + 1] += 1;
+                        entries[u.min(v) as usize].push((u.max(v), ((ti as u32) << 1) | u32::from(u < v)));
+                    }
+                }
+            }
+            for i in 0..nv {
+                offset[i + 1] += offset[i];
+            }
+            let flat: Vec<(u32, u32)> = entries.concat();
+            for parts in [1, 2, 3, 4, n + 2] {
+                let (o, hi, faces, l) = bucket_edges(&tris, nv, parts);
+                assert_eq!((o.as_slice(), l), (offset.as_slice(), live), "round {round}, {parts} parts");
+                let got: Vec<(u32, u32)> = hi.iter().zip(&faces).map(|(&h, f)| (h, f.0)).collect();
+                assert_eq!(got, flat, "round {round}, {parts} parts");
+            }
+        }
     }
 
     #[test]
