@@ -302,25 +302,25 @@ impl Scene {
             for tris in each(ii).chunks(QUALITY_WINDOW) {
                 head.clear();
                 head.resize(tris.len(), false);
-                let shapes = |head: &mut [bool], window: &mut Vec<f64>| {
+                // The flags into `head`, and the qualities into `window` when kept.
+                let shapes = |head: &mut [bool], window: Option<&mut Vec<f64>>| {
                     let shapes = tris.par_iter().zip(head.par_iter_mut()).map(|(&t, flag)| {
                         let ([a, b, c], repeated) = corners_of(ii, t);
                         let s = vector::shape(a, b, c);
                         *flag = repeated || vector::degenerate_shape(&s, tolerance);
                         s.quality
                     });
-                    if regularity {
-                        shapes.collect_into_vec(window);
-                    } else {
-                        shapes.for_each(drop);
+                    match window {
+                        Some(window) => shapes.collect_into_vec(window),
+                        None => shapes.for_each(drop),
                     }
                 };
                 match stream.as_mut() {
                     Some(stream) => {
-                        rayon::join(|| stream.extend(&pushing), || shapes(&mut head, &mut window));
+                        rayon::join(|| stream.extend(&pushing), || shapes(&mut head, Some(&mut window)));
                         std::mem::swap(&mut window, &mut pushing);
                     }
-                    None => shapes(&mut head, &mut window),
+                    None => shapes(&mut head, None),
                 }
                 degenerate.write(done, &head);
                 done += tris.len();

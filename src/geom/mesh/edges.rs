@@ -26,6 +26,12 @@ pub fn edge_key(a: u32, b: u32) -> u64 {
     ((lo as u64) << 32) | hi as u64
 }
 
+/// A triangle's three directed edges, in its corners' order.
+#[inline]
+fn directed(t: [u32; 3]) -> [(u32, u32); 3] {
+    [(t[0], t[1]), (t[1], t[2]), (t[2], t[0])]
+}
+
 /// Whether a triangle in welded indices collapsed: two of its corners are
 /// one welded vertex.
 #[inline]
@@ -688,9 +694,8 @@ fn duplicate_groups(third: &mut [(u32, u32, bool)], out: &mut Vec<(u32, bool)>) 
 /// more); the last part's cursors become the offsets in place. On s13
 /// (1.3M triangles, two cores) the step took 16 -> 11.5 ms.
 fn bucket_edges(triangles: &[[u32; 3]], nv: usize, parts: usize) -> (Vec<u32>, Vec<u32>, Vec<Face>, usize) {
-    let parts = parts.max(1);
     let ranges = parts::ranges(triangles.len(), parts, 1);
-    let directed = |t: [u32; 3]| [(t[0], t[1]), (t[1], t[2]), (t[2], t[0])];
+    let parts = ranges.len();
     // Counted into (read before written) and then filled: faulted in at
     // once (`memory::prefault`, as the arrays below). The last part's
     // array has room for the offsets' leading zero.
@@ -950,7 +955,7 @@ mod tests {
             for (ti, t) in tris.iter().enumerate() {
                 if !is_collapsed(*t) {
                     live += 1;
-                    for (u, v) in [(t[0], t[1]), (t[1], t[2]), (t[2], t[0])] {
+                    for (u, v) in directed(*t) {
                         offset[u.min(v) as usize + 1] += 1;
                         entries[u.min(v) as usize].push((u.max(v), ((ti as u32) << 1) | u32::from(u < v)));
                     }
@@ -992,7 +997,7 @@ mod tests {
         let mut directed: Vec<(u32, u32, u32)> = Vec::new();
         for (ti, t) in tris.iter().enumerate() {
             if !is_collapsed(*t) {
-                for (u, v) in [(t[0], t[1]), (t[1], t[2]), (t[2], t[0])] {
+                for (u, v) in super::directed(*t) {
                     directed.push((u.min(v), u.max(v), ((ti as u32) << 1) | u32::from(u < v)));
                 }
             }
