@@ -583,9 +583,22 @@ impl Checks<'_> {
         timed(|| "shared data (welded world mesh)".into(), prepare)
     }
 
-    /// The selected checks of the catalog, side by side on the pool.
-    fn on_pool(&self, asset: &Asset, select: impl Fn(&CheckDef) -> bool + Sync) -> Indexed {
-        CATALOG.par_iter().enumerate().filter(|(_, d)| select(d)).map(|(idx, def)| self.run(asset, idx, def)).collect()
+    /// The selected checks of the catalog, side by side on the pool, each
+    /// a job of its own, started in catalog order or (`last_first`) the
+    /// reverse: a thread alone on the pool runs them in that order, and a
+    /// thread that steals takes from the other end. One job a check: split
+    /// as rayon splits a slice by default (into about four runs of the
+    /// catalog on two threads), GEO-002, GEO-004, GEO-007 and GEO-009,
+    /// neighbours in it, ran one after another on one thread while the
+    /// other had nothing left to steal.
+    fn on_pool(&self, asset: &Asset, select: impl Fn(&CheckDef) -> bool + Sync, last_first: bool) -> Indexed {
+        let run = |(idx, def): (usize, &&CheckDef)| self.run(asset, idx, def);
+        let all = CATALOG.par_iter().with_max_len(1).enumerate();
+        if last_first {
+            all.rev().filter(|(_, d)| select(d)).map(run).collect()
+        } else {
+            all.filter(|(_, d)| select(d)).map(run).collect()
+        }
     }
 
     /// The selected checks one after another on this thread, in catalog
@@ -606,6 +619,13 @@ impl Checks<'_> {
     /// the peak by 10-25 MB (BENCHMARKS.md, "Seventh step"); a test holds
     /// the first phase's four apart.
     fn chained(&self, asset: &Asset, select: impl Fn(&CheckDef) -> bool + Sync, last_first: bool) -> Indexed {
+        // With no memory-hungry check selected (`--only GEO`, say) there is
+        // no chain to keep the others' tables apart from: all of them on
+        // the pool, so that GEO-008 (27 ms of s13's `--only GEO` run, run
+        // first and alone) does not hold one core while the other waits.
+        if !CATALOG.iter().any(|d| select(d) && catalog::memory_hungry(d) && self.opts.selection.runs(d.id)) {
+            return self.on_pool(asset, select, last_first);
+        }
         let (mut hungry, rest) = rayon::join(
             || self.in_turn(asset, |d| select(d) && catalog::memory_hungry(d), last_first),
             || {
@@ -613,7 +633,7 @@ impl Checks<'_> {
                 // ([`catalog::runs_first`]), one after another, then the rest.
                 let light = |d: &CheckDef| select(d) && !catalog::memory_hungry(d);
                 let mut first = self.in_turn(asset, |d| light(d) && catalog::runs_first(d), false);
-                first.extend(self.on_pool(asset, |d| light(d) && !catalog::runs_first(d)));
+                first.extend(self.on_pool(asset, |d| light(d) && !catalog::runs_first(d), last_first));
                 first
             },
         );
@@ -663,7 +683,10 @@ impl Checks<'_> {
     /// share the cores, and TOP-001, whose last passes (the greedy pairing)
     /// are sequential, ends the chain with its parallel candidates able to
     /// use a core the others have left (TOP-003 last left that core idle
-    /// for its run).
+    /// for its run). The light checks beside the chain start last first
+    /// too: TOP-004 (the costliest) right after GEO-008, and the short GEO
+    /// checks and TOP-002 at the end, where both cores take them once
+    /// TOP-001 is done (in catalog order TOP-004 ran last, alone).
     fn second_phase(&self, asset: &Asset) -> Indexed {
         self.prepare(asset);
         self.chained(asset, catalog::reads_world, true)
@@ -675,9 +698,9 @@ impl Checks<'_> {
         let (mut results, rest) = rayon::join(
             || {
                 self.prepare(asset);
-                self.on_pool(asset, catalog::reads_world)
+                self.on_pool(asset, catalog::reads_world, false)
             },
-            || self.on_pool(asset, |d| !catalog::reads_world(d)),
+            || self.on_pool(asset, |d| !catalog::reads_world(d), false),
         );
         results.extend(rest);
         results

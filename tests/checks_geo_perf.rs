@@ -452,6 +452,51 @@ fn the_first_phases_hungry_checks_run_one_at_a_time() {
     }
 }
 
+/// With no memory-hungry check selected (`--only GEO-002,GEO-008,GEO-009`
+/// on a mesh checked in two phases) there is no chain to keep apart from:
+/// GEO-008 shares the pool with the others rather than running first and
+/// alone, and each check is a job of its own, so GEO-008 runs beside
+/// another GEO check. It fails both ways the engine held them apart before:
+/// GEO-008 first in turn (`catalog::runs_first`) while the other core
+/// waited, and the catalog split as rayon splits a slice by default, which
+/// put GEO-002 to GEO-009, neighbours in it, in one run on one thread.
+/// Whether the second core takes a job in time depends on the machine's
+/// load, so the spans need meet in one run of three.
+#[test]
+fn with_no_hungry_check_selected_geo008_runs_beside_the_others() {
+    let glb = Doc::single(sphere(700, 500, 1.0)).to_glb();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("sphere.glb");
+    std::fs::write(&file, glb).unwrap();
+    let mut timelines = Vec::new();
+    for _ in 0..3 {
+        let out = util::bin()
+            .args(["validate", file.to_str().unwrap(), "--no-config", "--format", "json"])
+            .args(["--only", "GEO-002", "--only", "GEO-008", "--only", "GEO-009"])
+            .env("MESHCHECK_CHECK_TIMES", "1")
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(err.contains("the scene's geometry freed"), "not the two phases: {err}");
+        let span = |id: &str| -> (f64, f64) {
+            let line = err
+                .lines()
+                .find(|l| l.starts_with(&format!("check {id} ")))
+                .unwrap_or_else(|| panic!("no {id}: {err}"));
+            let inner =
+                line.rsplit_once('(').and_then(|(_, r)| r.strip_suffix(')')).unwrap_or_else(|| panic!("{line}"));
+            let (a, b) = inner.split_once("..").unwrap_or_else(|| panic!("{line}"));
+            (a.parse().unwrap(), b.parse().unwrap())
+        };
+        let g8 = span("GEO-008");
+        if ["GEO-002", "GEO-009"].map(span).iter().any(|o| o.0 < g8.1 && g8.0 < o.1) {
+            return;
+        }
+        timelines.push(err);
+    }
+    panic!("GEO-008 ran alone in three runs:\n{}", timelines.join("\n"));
+}
+
 /// The second phase's mesh built with the scene's positions and triangles
 /// freed as it reads them (`Scene::build_world_mesh_freeing`): a primitive
 /// drawn twice (once mirrored), a second mesh scaled, flipped and
