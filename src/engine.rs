@@ -621,8 +621,9 @@ impl Checks<'_> {
     fn chained(&self, asset: &Asset, select: impl Fn(&CheckDef) -> bool + Sync, last_first: bool) -> Indexed {
         // With no memory-hungry check selected (`--only GEO`, say) there is
         // no chain to keep the others' tables apart from: all of them on
-        // the pool, so that GEO-008 (27 ms of s13's `--only GEO` run, run
-        // first and alone) does not hold one core while the other waits.
+        // the pool (GEO-008, 27 ms of s13's `--only GEO` run, ran first and
+        // alone while the other core waited; now, last first, it runs after
+        // GEO-009 and GEO-002, which run side by side).
         if !CATALOG.iter().any(|d| select(d) && catalog::memory_hungry(d) && self.opts.selection.runs(d.id)) {
             return self.on_pool(asset, select, last_first);
         }
