@@ -375,6 +375,18 @@ fn a_large_mesh_checked_without_its_surface_attributes_gives_the_same_report() {
     assert!(!islands.measured.is_empty());
 }
 
+/// Check `id`'s span (start, end, in ms) in a `MESHCHECK_CHECK_TIMES`
+/// timeline: its line `check ID W ms (START..END)`.
+fn span_of(timeline: &str, id: &str) -> (f64, f64) {
+    let line = timeline
+        .lines()
+        .find(|l| l.starts_with(&format!("check {id} ")))
+        .unwrap_or_else(|| panic!("no {id}: {timeline}"));
+    let inner = line.rsplit_once('(').and_then(|(_, r)| r.strip_suffix(')')).unwrap_or_else(|| panic!("{line}"));
+    let (a, b) = inner.split_once("..").unwrap_or_else(|| panic!("{line}"));
+    (a.parse().unwrap(), b.parse().unwrap())
+}
+
 /// On a mesh checked in two phases, the first phase's memory-hungry checks
 /// (UV-002, UV-004, UV-005, UV-008: UV rasters, per-triangle samples,
 /// islands) run one after another, never side by side, whatever the light
@@ -414,13 +426,7 @@ fn the_first_phases_hungry_checks_run_one_at_a_time() {
         .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("the scene's geometry freed"), "not the two phases: {err}");
-    let span = |id: &str| -> (f64, f64) {
-        let line =
-            err.lines().find(|l| l.starts_with(&format!("check {id} "))).unwrap_or_else(|| panic!("no {id}: {err}"));
-        let inner = line.rsplit_once('(').and_then(|(_, r)| r.strip_suffix(')')).unwrap_or_else(|| panic!("{line}"));
-        let (a, b) = inner.split_once("..").unwrap_or_else(|| panic!("{line}"));
-        (a.parse().unwrap(), b.parse().unwrap())
-    };
+    let span = |id: &str| span_of(&err, id);
     let hungry = ["UV-002", "UV-004", "UV-005", "UV-008"].map(span);
     for (i, a) in hungry.iter().enumerate() {
         for b in &hungry[i + 1..] {
@@ -475,17 +481,7 @@ fn on_the_pool_each_check_is_a_job_of_its_own() {
             .unwrap();
         let err = String::from_utf8_lossy(&out.stderr).into_owned();
         assert!(err.contains("the scene's geometry freed"), "not the two phases: {err}");
-        let span = |id: &str| -> (f64, f64) {
-            let line = err
-                .lines()
-                .find(|l| l.starts_with(&format!("check {id} ")))
-                .unwrap_or_else(|| panic!("no {id}: {err}"));
-            let inner =
-                line.rsplit_once('(').and_then(|(_, r)| r.strip_suffix(')')).unwrap_or_else(|| panic!("{line}"));
-            let (a, b) = inner.split_once("..").unwrap_or_else(|| panic!("{line}"));
-            (a.parse().unwrap(), b.parse().unwrap())
-        };
-        let (a, b) = (span("GEO-002"), span("GEO-009"));
+        let (a, b) = (span_of(&err, "GEO-002"), span_of(&err, "GEO-009"));
         if a.0 < b.1 && b.0 < a.1 {
             return;
         }
