@@ -620,12 +620,19 @@ impl Checks<'_> {
     /// the first phase's four apart.
     fn chained(&self, asset: &Asset, select: impl Fn(&CheckDef) -> bool + Sync, last_first: bool) -> Indexed {
         // With no memory-hungry check selected (`--only GEO`, say) there is
-        // no chain to keep the others' tables apart from: all of them on
-        // the pool (GEO-008, 27 ms of s13's `--only GEO` run, ran first and
-        // alone while the other core waited; now, last first, it runs after
-        // GEO-009 and GEO-002, which run side by side).
+        // no chain to keep the others' tables apart from: the checks that
+        // run first start at once, one after another, beside the others on
+        // the pool. GEO-008, at 27 ms the longest check of s13's `--only
+        // GEO` run, ran alone at the phase's end when the pool started it
+        // after GEO-009 (last first); started at once, it ends the phase
+        // beside the others.
         if !CATALOG.iter().any(|d| select(d) && catalog::memory_hungry(d) && self.opts.selection.runs(d.id)) {
-            return self.on_pool(asset, select, last_first);
+            let (mut first, rest) = rayon::join(
+                || self.in_turn(asset, |d| select(d) && catalog::runs_first(d), false),
+                || self.on_pool(asset, |d| select(d) && !catalog::runs_first(d), last_first),
+            );
+            first.extend(rest);
+            return first;
         }
         let (mut hungry, rest) = rayon::join(
             || self.in_turn(asset, |d| select(d) && catalog::memory_hungry(d), last_first),
