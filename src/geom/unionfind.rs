@@ -1,7 +1,8 @@
 //! Union-find (disjoint sets) over `u32` elements, with path halving and
 //! union by rank: the weld, the shells, GEO-008's fans, the boundary loops
 //! and the UV islands all group with it. [`SharedUnionFind`] takes unions
-//! from several threads at once (the weld's walk in parts).
+//! from several threads at once (the weld's walk in parts) and labels its
+//! sets in parts.
 
 use super::bits::Bits;
 use rayon::prelude::*;
@@ -158,9 +159,11 @@ impl SharedUnionFind {
     /// unions done), `skip` leaving out elements never joined.
     ///
     /// In parts on the pool from [`PARALLEL_FROM`] elements (UV-005's
-    /// 1.3M triangles, the weld's 650,000 points on s13; one pass on this
-    /// thread took 8-10 ms of each), over the parent array as the plain
-    /// labelling is. It rests on what a shared root is: a root is only
+    /// 1.3M triangles and the weld's 650,000 points on s13, each labelled
+    /// in one pass on one thread while the other core waited; with large
+    /// prefaults in parts too, UV-005 took 47.0 ms against 54.2, medians
+    /// of nine interleaved runs, BENCHMARKS.md "Twenty-ninth step"), over
+    /// the parent array as the plain labelling is. It rests on what a shared root is: a root is only
     /// ever linked under a smaller element, so every set's root is its
     /// smallest element, the one whose label the plain labelling numbers
     /// it by (each set in order of its first element). A set's label is
