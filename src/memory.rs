@@ -141,12 +141,15 @@ pub fn prefault<T: Copy>(buf: &mut [T]) {
                     libc::madvise(from as *mut libc::c_void, to - from, libc::MADV_POPULATE_WRITE);
                 }
             };
+            // At most four parts, as the geometry's passes in parts
+            // (`geom::parts::MAX_PARTS`, a layer above this one).
             let threads = rayon::current_thread_index().map_or(1, |_| rayon::current_num_threads());
             let parts = if bytes >= PREFAULT_PARTS_BYTES { threads.clamp(1, 4) } else { 1 };
-            let pages = (end.saturating_sub(start)) / PAGE;
+            // A block of PREFAULT_BYTES or more holds whole pages.
+            let pages = (end - start) / PAGE;
             let at = |i: usize| start + pages * i / parts * PAGE;
             if parts == 1 {
-                populate(start, end.max(start));
+                populate(start, end);
             } else {
                 use rayon::prelude::*;
                 (0..parts).into_par_iter().for_each(|i| populate(at(i), at(i + 1)));

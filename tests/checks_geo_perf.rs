@@ -375,6 +375,20 @@ fn a_large_mesh_checked_without_its_surface_attributes_gives_the_same_report() {
     assert!(!islands.measured.is_empty());
 }
 
+/// The `MESHCHECK_CHECK_TIMES` timeline (stderr) of `validate FILE` with
+/// only the checks `only`, on a mesh that must be checked in two phases.
+fn two_phase_timeline(file: &std::path::Path, only: &[&str]) -> String {
+    let out = util::bin()
+        .args(["validate", file.to_str().unwrap(), "--no-config", "--format", "json"])
+        .args(only.iter().flat_map(|id| ["--only", id]))
+        .env("MESHCHECK_CHECK_TIMES", "1")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(err.contains("the scene's geometry freed"), "not the two phases: {err}");
+    err
+}
+
 /// Check `id`'s span (start, end, in ms) in a `MESHCHECK_CHECK_TIMES`
 /// timeline: its line `check ID W ms (START..END)`.
 fn span_of(timeline: &str, id: &str) -> (f64, f64) {
@@ -416,16 +430,13 @@ fn the_first_phases_hungry_checks_run_one_at_a_time() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("sphere.glb");
     std::fs::write(&file, glb).unwrap();
-    let out = util::bin()
-        .args(["validate", file.to_str().unwrap(), "--no-config", "--format", "json"])
-        .args(["--only", "PERF-004", "--only", "UV-002", "--only", "UV-004", "--only", "UV-005", "--only", "GEO-002"])
-        .args(["--only", "PERF-005", "--only", "PERF-006", "--only", "UV-008"])
-        .args(["--only", "GEO-008", "--only", "GEO-009", "--only", "TOP-001", "--only", "TOP-002"])
-        .env("MESHCHECK_CHECK_TIMES", "1")
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("the scene's geometry freed"), "not the two phases: {err}");
+    let err = two_phase_timeline(
+        &file,
+        &[
+            "PERF-004", "UV-002", "UV-004", "UV-005", "GEO-002", "PERF-005", "PERF-006", "UV-008", "GEO-008",
+            "GEO-009", "TOP-001", "TOP-002",
+        ],
+    );
     let span = |id: &str| span_of(&err, id);
     let hungry = ["UV-002", "UV-004", "UV-005", "UV-008"].map(span);
     for (i, a) in hungry.iter().enumerate() {
@@ -475,17 +486,7 @@ fn on_the_pool_each_check_is_a_job_of_its_own() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("sphere.glb");
     std::fs::write(&file, glb).unwrap();
-    let timeline = |only: &[&str]| {
-        let out = util::bin()
-            .args(["validate", file.to_str().unwrap(), "--no-config", "--format", "json"])
-            .args(only.iter().flat_map(|id| ["--only", id]))
-            .env("MESHCHECK_CHECK_TIMES", "1")
-            .output()
-            .unwrap();
-        let err = String::from_utf8_lossy(&out.stderr).into_owned();
-        assert!(err.contains("the scene's geometry freed"), "not the two phases: {err}");
-        err
-    };
+    let timeline = |only: &[&str]| two_phase_timeline(&file, only);
     let meet = |err: &str, a: &str, b: &str| {
         let (a, b) = (span_of(err, a), span_of(err, b));
         a.0 < b.1 && b.0 < a.1

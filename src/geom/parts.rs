@@ -50,6 +50,20 @@ pub fn positions_from_counts(counts: &mut [Vec<u32>]) -> u32 {
     at
 }
 
+/// The words of a bit-a-item array (`words`, item i at bit i % 64 of word
+/// i / 64) that each of `ranges` owns, so that each part sets its items'
+/// bits in words of its own: the ranges must be in order and (but the
+/// last) end on multiples of 64, as [`ranges`] gives them with `align` 64.
+pub fn flag_words<'a>(mut words: &'a mut [u64], ranges: &[Range<usize>]) -> Vec<&'a mut [u64]> {
+    let mut parts = Vec::with_capacity(ranges.len());
+    for range in ranges {
+        let (head, tail) = std::mem::take(&mut words).split_at_mut(range.end.div_ceil(64) - range.start / 64);
+        words = tail;
+        parts.push(head);
+    }
+    parts
+}
+
 /// A slice of `u32` as atomics, so that several threads may each write
 /// places of their own in it (a relaxed store is a plain store).
 pub fn shared_u32s(words: &mut [u32]) -> &[AtomicU32] {
@@ -104,6 +118,21 @@ mod tests {
             assert_eq!(out.iter().map(|&i| i as usize).collect::<Vec<_>>(), want, "{parts} parts");
             let ends: Vec<u32> = (0..37u32).map(|b| items.iter().filter(|&&x| x <= b).count() as u32).collect();
             assert_eq!(counts.last().unwrap(), &ends);
+        }
+    }
+
+    #[test]
+    fn flag_words_give_each_part_the_words_of_its_items() {
+        for (n, parts) in [(0usize, 1usize), (64, 2), (1000, 3), (130, 4)] {
+            let ranges = ranges(n, parts, 64);
+            let mut words = vec![0u64; n.div_ceil(64)];
+            for (range, part) in ranges.iter().zip(flag_words(&mut words, &ranges)) {
+                assert_eq!(part.len(), range.end.div_ceil(64) - range.start / 64, "{n} in {parts}");
+                range.clone().for_each(|i| part[(i - range.start) / 64] |= 1 << (i % 64));
+            }
+            // Every item's bit set once, where one array would hold it.
+            assert_eq!(words.iter().map(|w| w.count_ones() as usize).sum::<usize>(), n);
+            assert!((0..n).all(|i| words[i / 64] >> (i % 64) & 1 == 1));
         }
     }
 

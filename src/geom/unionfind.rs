@@ -196,15 +196,9 @@ impl SharedUnionFind {
         // root). The roots are marked, each part in words of its own, and
         // each part counts its roots that are labelled.
         let mut roots = vec![0u64; n.div_ceil(64)];
-        let mut jobs = Vec::with_capacity(ranges.len());
-        let mut words = &mut roots[..];
-        for range in &ranges {
-            let (head, tail) = words.split_at_mut(range.end.div_ceil(64) - range.start / 64);
-            words = tail;
-            jobs.push((range.clone(), head));
-        }
-        let counts: Vec<u32> = jobs
-            .into_par_iter()
+        let counts: Vec<u32> = ranges
+            .par_iter()
+            .zip(crate::geom::parts::flag_words(&mut roots, &ranges))
             .map(|(range, words)| {
                 let mut labelled = 0u32;
                 for x in range.clone() {
@@ -220,7 +214,8 @@ impl SharedUnionFind {
                 labelled
             })
             .collect();
-        let root = |x: usize| roots[x / 64] >> (x % 64) & 1 == 1;
+        let roots = Bits::from_words(roots, n);
+        let root = |x: usize| roots.get(x);
         let firsts: Vec<u32> = counts.iter().scan(0u32, |at, &c| Some(std::mem::replace(at, *at + c))).collect();
         // The roots' slots take their labels, then every other element
         // reads its root's: a root's slot is no longer written by then.

@@ -91,14 +91,12 @@ fn islands_in_parts(meshes: &[UvMesh<'_>], parts: usize) -> Islands {
     let mut counts: Vec<Vec<u32>> = (0..parts).map(|_| vec![0u32; points]).collect();
     let mut usable = vec![0u64; total.div_ceil(64)];
     {
-        let mut words = &mut usable[..];
         let mut jobs = Vec::with_capacity(parts);
-        for (range, count) in ranges.iter().zip(counts.iter_mut()) {
+        for ((range, count), words) in ranges.iter().zip(counts.iter_mut()).zip(parts::flag_words(&mut usable, &ranges))
+        {
             // Counted into: each page read before it is written.
             crate::memory::prefault(count);
-            let (head, tail) = words.split_at_mut(range.end.div_ceil(64) - range.start / 64);
-            words = tail;
-            jobs.push((range.clone(), count, head));
+            jobs.push((range.clone(), count, words));
         }
         jobs.into_par_iter().for_each(|(range, count, words)| {
             let first = range.start;
