@@ -31,7 +31,11 @@
 //! and of the scale benchmark's spheres did not move; s13's checks took
 //! 0.045 s less CPU, the 128 MB sphere's 0.135 s (populating the zeroed
 //! blocks too saved as much again, for pages a sparse raster would never
-//! have held; BENCHMARKS.md, "Twenty-second step").
+//! have held; BENCHMARKS.md, "Twenty-second step"). One of 8 MiB or more is
+//! faulted in in two halves side by side, after the blocks' lock is let go:
+//! the second half on a thread of this module's own (`halves`), which
+//! took s13's whole run from 0.416 to 0.408 s (BENCHMARKS.md, "Thirtieth
+//! step").
 //!
 //! **No huge-page hint.** Large blocks are left to the kernel's own
 //! transparent-huge-page policy (`/sys/kernel/mm/transparent_hugepage`):
@@ -99,7 +103,12 @@ static REUSE: AtomicBool = AtomicBool::new(false);
 /// where every block stays the system allocator's). Has no effect where
 /// [`Allocator`] is not the global allocator.
 pub fn reuse_large_blocks() -> bool {
-    cfg!(target_os = "linux") && !REUSE.swap(true, Ordering::Relaxed)
+    let switched = cfg!(target_os = "linux") && !REUSE.swap(true, Ordering::Relaxed);
+    #[cfg(target_os = "linux")]
+    if switched {
+        halves::start();
+    }
+    switched
 }
 
 /// Whether [`reuse_large_blocks`] has switched this process (never off
@@ -243,6 +252,119 @@ fn map(len: usize, populate: bool) -> *mut u8 {
     p.cast()
 }
 
+/// Fresh uninitialised blocks of at least [`PREFAULT_PARTS_BYTES`] are
+/// faulted in in two halves side by side: the allocating thread's, and
+/// the second's on a thread of this module's own, started when the process
+/// switches to its own large blocks ([`reuse_large_blocks`]). Before,
+/// `MAP_POPULATE` faulted a block in on the allocating thread, under the
+/// blocks' lock, and most of s13's large arrays are made where the other
+/// core has nothing to run (a check's samples before it measures, the
+/// world mesh's arrays between its parallel passes). The helper takes one
+/// block at a time: a thread that finds it busy faults its block in alone,
+/// and one whose half is done before the helper has started takes the
+/// second half back, so a block never waits on a thread the system has
+/// not run yet. It does nothing but `MADV_POPULATE_WRITE` (no allocation,
+/// no lock of anyone else's), so it cannot deadlock with the allocator's
+/// callers.
+#[cfg(target_os = "linux")]
+mod halves {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
+
+    /// The block's second half waiting for the helper, and whether the
+    /// helper has finished the one it took.
+    struct Job {
+        waiting: Option<(usize, usize)>,
+        finished: bool,
+    }
+
+    static JOB: Mutex<Job> = Mutex::new(Job { waiting: None, finished: false });
+    /// The helper waits on this for a half.
+    static POSTED: Condvar = Condvar::new();
+    /// The allocating thread waits on this for the helper's half.
+    static FINISHED: Condvar = Condvar::new();
+    /// Whether the helper runs.
+    static READY: AtomicBool = AtomicBool::new(false);
+    /// Whether a thread is using the helper now (one block at a time).
+    static TAKEN: AtomicBool = AtomicBool::new(false);
+    /// Blocks faulted in in halves, for the tests.
+    #[cfg(test)]
+    pub static HALVED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+    fn job() -> MutexGuard<'static, Job> {
+        // Nothing panics while it is held; a poisoned job is whole.
+        JOB.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Starts the helper (once; a process whose system refuses a thread
+    /// faults every block in on its allocating thread).
+    pub fn start() {
+        let spawned = std::thread::Builder::new().name("meshcheck-pages".into()).spawn(|| {
+            loop {
+                let mut j = job();
+                let (addr, len) = loop {
+                    match j.waiting.take() {
+                        Some(half) => break half,
+                        None => j = POSTED.wait(j).unwrap_or_else(PoisonError::into_inner),
+                    }
+                };
+                drop(j);
+                super::populate_range(addr, len);
+                job().finished = true;
+                FINISHED.notify_one();
+            }
+        });
+        READY.store(spawned.is_ok(), Ordering::Release);
+    }
+
+    /// Whether the helper runs.
+    pub fn ready() -> bool {
+        READY.load(Ordering::Acquire)
+    }
+
+    /// Faults in the `len` bytes (whole pages) at `addr`, the second half
+    /// on the helper when it is free.
+    pub fn populate(addr: usize, len: usize) {
+        if TAKEN.swap(true, Ordering::Acquire) {
+            super::populate_range(addr, len);
+            return;
+        }
+        let half = len / 2 / super::PAGE * super::PAGE;
+        {
+            let mut j = job();
+            j.waiting = Some((addr + half, len - half));
+            j.finished = false;
+        }
+        POSTED.notify_one();
+        super::populate_range(addr, half);
+        let mut j = job();
+        if let Some((at, rest)) = j.waiting.take() {
+            // Not started: this thread does it.
+            drop(j);
+            super::populate_range(at, rest);
+        } else {
+            while !j.finished {
+                j = FINISHED.wait(j).unwrap_or_else(PoisonError::into_inner);
+            }
+            #[cfg(test)]
+            HALVED.fetch_add(1, Ordering::Relaxed);
+            drop(j);
+        }
+        TAKEN.store(false, Ordering::Release);
+    }
+}
+
+/// Faults in the `len` bytes at `addr` (whole pages of a mapping this
+/// module made), in one call.
+#[cfg(target_os = "linux")]
+fn populate_range(addr: usize, len: usize) {
+    // SAFETY: the range lies in a mapping of this module's own, handed to
+    // no one yet; populating pages changes no contents.
+    unsafe {
+        libc::madvise(addr as *mut libc::c_void, len, libc::MADV_POPULATE_WRITE);
+    }
+}
+
 /// Unmaps `len` bytes at `addr` (a whole mapping of this module's, or its
 /// page-aligned tail).
 #[cfg(target_os = "linux")]
@@ -356,12 +478,17 @@ impl Allocator {
         // The table is scanned once: the slot found is the one recorded.
         let slot = b.free_slot()?;
         // A zeroed block may be a sparse table, written where it is used:
-        // only an uninitialised one, about to be filled, is faulted in.
-        let (p, old) = b.take(len, !zeroed);
+        // only an uninitialised one, about to be filled, is faulted in; a
+        // large one in halves side by side, once the lock is let go.
+        let in_halves = !zeroed && len >= PREFAULT_PARTS_BYTES && halves::ready();
+        let (p, old) = b.take(len, !zeroed && !in_halves);
         if !p.is_null() {
             b.live[slot] = (p as usize, len);
         }
         drop(b);
+        if in_halves && old == 0 && !p.is_null() {
+            halves::populate(p as usize, len);
+        }
         if zeroed && old > 0 && !p.is_null() {
             // SAFETY: the first `old` bytes of the block just taken hold a
             // freed block's contents; fresh pages are zero already.
@@ -545,6 +672,12 @@ mod tests {
         // SAFETY: as in `fill`.
         let s = unsafe { std::slice::from_raw_parts(p, len) };
         s.iter().enumerate().all(|(i, &b)| b == (i as u8).wrapping_mul(31).wrapping_add(seed))
+    }
+
+    /// A block of `size` bytes from the allocator, uninitialised.
+    unsafe fn a_alloc(size: usize) -> *mut u8 {
+        // SAFETY: a valid layout; the caller frees it with the same.
+        unsafe { Allocator.alloc(layout(size)) }
     }
 
     fn zero(p: *const u8, len: usize) -> bool {
@@ -734,6 +867,42 @@ mod tests {
             a.dealloc(zeroed, layout(8 * MIB));
             release_cached();
         }
+        // A large one is faulted in in halves, the second on the helper
+        // (which takes it whenever it starts before the first is done:
+        // at least once in eight blocks), and still reads zero.
+        let halved = halves::HALVED.load(Ordering::Relaxed);
+        for _ in 0..8 {
+            let size = 4 * PREFAULT_PARTS_BYTES + 3;
+            let before = crate::testing::resident();
+            // SAFETY: as above.
+            let big = unsafe { a.alloc(layout(size)) };
+            let grew = crate::testing::resident() - before;
+            assert!(a.is_own(big, layout(size)) && grew >= 4 * PREFAULT_PARTS_BYTES, "{grew} bytes resident");
+            assert!(zero(big, size));
+            // SAFETY: as above.
+            unsafe { a.dealloc(big, layout(size)) };
+            release_cached();
+        }
+        assert!(halves::HALVED.load(Ordering::Relaxed) > halved, "the helper never took a half");
+        // Several threads at once: one uses the helper, the others fault
+        // their blocks in alone, and each block is whole (a kept one holds
+        // what it held, as uninitialised memory may).
+        std::thread::scope(|s| {
+            for seed in 0..4u8 {
+                s.spawn(move || {
+                    for _ in 0..4 {
+                        let size = 2 * PREFAULT_PARTS_BYTES;
+                        // SAFETY: as above.
+                        let p = unsafe { a_alloc(size) };
+                        fill(p, size, seed);
+                        assert!(holds(p, size, seed));
+                        // SAFETY: as above.
+                        unsafe { Allocator.dealloc(p, layout(size)) };
+                    }
+                });
+            }
+        });
+        release_cached();
         // A buffer about to be read into: prefaulted when large ...
         let mut buf: Vec<u8> = Vec::with_capacity(8 * MIB);
         let before = crate::testing::resident();
