@@ -434,22 +434,44 @@ fn run_checks_freeing(
             release_free_memory();
         },
     );
-    results.extend(checks.first_phase_rest(asset));
-    asset.scene.free_surface_attributes();
-    release_free_memory();
-    // The mesh is built here, with the scene's positions and triangles
-    // freed as it reads them: nothing after this reads them (the renderer
-    // has drawn, the first phase's checks have run, and what the mesh's
-    // checks read from the unwelded corners is computed on the way).
-    let selected = |def: &CheckDef| opts.selection.runs(def.id);
-    if CATALOG.iter().any(|def| catalog::reads_world(def) && selected(def)) {
-        let tolerance = opts.profile.get(&crate::checks::WELD_TOLERANCE);
-        let regularity = selected(&crate::checks::top::TRIANGLE_REGULARITY);
-        timed(
-            || "shared data (welded world mesh, the scene's geometry freed)".into(),
-            || asset.scene.build_world_mesh_freeing(tolerance, regularity),
-        );
-    }
+    let (rest, left) = checks.first_phase_rest(asset);
+    results.extend(rest);
+    // The chain's last tail (UV-008's quantiles, over its own samples) on
+    // this thread, beside the rest of the phase's end and the world mesh's
+    // build, which a thread that steals them starts (or this one, after).
+    // Its samples, freed once it is done, are unmapped then rather than
+    // kept for the build (as they were before it, run in turn). The build
+    // then runs on the thread that stole it, and the second phase's glibc
+    // arenas are not the ones it freed into: s13's peak is 2 MiB higher
+    // (BENCHMARKS.md, "Thirtieth step").
+    let (last, ()) = rayon::join(
+        || {
+            left.map(|tail| {
+                let done = tail.finish();
+                crate::memory::release_cached();
+                done
+            })
+        },
+        || {
+            asset.scene.free_surface_attributes();
+            release_free_memory();
+            // The mesh is built here, with the scene's positions and
+            // triangles freed as it reads them: nothing after this reads
+            // them (the renderer has drawn, the first phase's checks have
+            // run, and what the mesh's checks read from the unwelded
+            // corners is computed on the way).
+            let selected = |def: &CheckDef| opts.selection.runs(def.id);
+            if CATALOG.iter().any(|def| catalog::reads_world(def) && selected(def)) {
+                let tolerance = opts.profile.get(&crate::checks::WELD_TOLERANCE);
+                let regularity = selected(&crate::checks::top::TRIANGLE_REGULARITY);
+                timed(
+                    || "shared data (welded world mesh, the scene's geometry freed)".into(),
+                    || asset.scene.build_world_mesh_freeing(tolerance, regularity),
+                );
+            }
+        },
+    );
+    results.extend(last);
     results.extend(checks.second_phase(asset));
     in_catalog_order(results)
 }
@@ -567,7 +589,7 @@ struct Checks<'a> {
 // runs side by side with the others on the thread pool. Results keep
 // catalog order, whatever the scheduling.
 impl Checks<'_> {
-    fn run(&self, asset: &Asset, idx: usize, def: &CheckDef) -> (usize, CheckResult) {
+    fn run(&self, asset: &Asset, idx: usize, def: &'static CheckDef) -> (usize, CheckResult) {
         (idx, timed(|| format!("check {}", def.id), || run_check(def, asset, self.opts, self.spec, self.render)))
     }
 
@@ -592,7 +614,7 @@ impl Checks<'_> {
     /// neighbours in it, ran one after another on one thread while the
     /// other had nothing left to steal.
     fn on_pool(&self, asset: &Asset, select: impl Fn(&CheckDef) -> bool + Sync, last_first: bool) -> Indexed {
-        let run = |(idx, def): (usize, &&CheckDef)| self.run(asset, idx, def);
+        let run = |(idx, def): (usize, &&'static CheckDef)| self.run(asset, idx, def);
         let all = CATALOG.par_iter().with_max_len(1).enumerate();
         if last_first {
             all.rev().filter(|(_, d)| select(d)).map(run).collect()
@@ -609,6 +631,40 @@ impl Checks<'_> {
         order.into_iter().map(|idx| self.run(asset, idx, CATALOG[idx])).collect()
     }
 
+    /// The checks `order` (catalog positions) one after another on this
+    /// thread, each still using the pool inside, as [`Checks::in_turn`]
+    /// runs them, except that a check's [`crate::checks::Tail`] runs
+    /// beside the rest: the tail on this thread, the next check started by
+    /// a thread that steals it (or by this one once the tail is done, so
+    /// the order holds on one thread). The last check's tail is handed
+    /// back, to run beside what follows the chain.
+    fn chain(&self, asset: &Asset, order: &[usize]) -> (Indexed, Option<Left>) {
+        let Some((&idx, rest)) = order.split_first() else {
+            return (Vec::new(), None);
+        };
+        let def = CATALOG[idx];
+        let pending = timed(
+            || format!("check {}", def.id),
+            || run_check_split(def, asset, self.opts, self.spec, self.render, true),
+        );
+        match pending {
+            Pending::Done(r) => {
+                let (mut out, left) = self.chain(asset, rest);
+                out.push((idx, r));
+                (out, left)
+            }
+            Pending::Tail(tail) => {
+                let tail = Left(idx, tail);
+                if rest.is_empty() {
+                    return (Vec::new(), Some(tail));
+                }
+                let (r, (mut out, left)) = rayon::join(|| tail.finish(), || self.chain(asset, rest));
+                out.push(r);
+                (out, left)
+            }
+        }
+    }
+
     /// The selected checks of a large mesh's phase: the memory-hungry ones
     /// ([`catalog::memory_hungry`]) one after another on one thread, in
     /// catalog order or (`last_first`) the reverse, each still using the
@@ -619,6 +675,19 @@ impl Checks<'_> {
     /// the peak by 10-25 MB (BENCHMARKS.md, "Seventh step"); a test holds
     /// the first phase's four apart.
     fn chained(&self, asset: &Asset, select: impl Fn(&CheckDef) -> bool + Sync, last_first: bool) -> Indexed {
+        let (mut results, left) = self.chained_leaving(asset, select, last_first);
+        results.extend(left.map(Left::finish));
+        results
+    }
+
+    /// [`Checks::chained`], the chain's last [`crate::checks::Tail`] (when
+    /// its last check has one) handed back, not run.
+    fn chained_leaving(
+        &self,
+        asset: &Asset,
+        select: impl Fn(&CheckDef) -> bool + Sync,
+        last_first: bool,
+    ) -> (Indexed, Option<Left>) {
         // With no memory-hungry check selected (`--only GEO`, say) there is
         // no chain to keep the others' tables apart from: the checks that
         // run first start at once, one after another, beside the others on
@@ -632,10 +701,12 @@ impl Checks<'_> {
                 || self.on_pool(asset, |d| select(d) && !catalog::runs_first(d), last_first),
             );
             first.extend(rest);
-            return first;
+            return (first, None);
         }
-        let (mut hungry, rest) = rayon::join(
-            || self.in_turn(asset, |d| select(d) && catalog::memory_hungry(d), last_first),
+        let chosen = (0..CATALOG.len()).filter(|&i| select(CATALOG[i]) && catalog::memory_hungry(CATALOG[i]));
+        let order: Vec<usize> = if last_first { chosen.rev().collect() } else { chosen.collect() };
+        let ((mut hungry, left), rest) = rayon::join(
+            || self.chain(asset, &order),
             || {
                 // The checks that run first beside the chain
                 // ([`catalog::runs_first`]), one after another, then the rest.
@@ -646,7 +717,7 @@ impl Checks<'_> {
             },
         );
         hungry.extend(rest);
-        hungry
+        (hungry, left)
     }
 
     /// A large mesh's first phase: the checks that never read the world
@@ -682,8 +753,8 @@ impl Checks<'_> {
 
     /// ... then the rest of the phase (the other memory-hungry checks),
     /// chained as [`Checks::first_phase`] chains it.
-    fn first_phase_rest(&self, asset: &Asset) -> Indexed {
-        self.chained(asset, |d| !catalog::reads_world(d) && !Self::in_first_head(d), false)
+    fn first_phase_rest(&self, asset: &Asset) -> (Indexed, Option<Left>) {
+        self.chained_leaving(asset, |d| !catalog::reads_world(d) && !Self::in_first_head(d), false)
     }
 
     /// The world mesh, then its checks, TOP-001 and TOP-003 chained. Last
@@ -724,6 +795,17 @@ pub const PHASED_WORLD_BYTES: u64 = 128 << 20;
 
 /// Check results with their catalog positions.
 type Indexed = Vec<(usize, CheckResult)>;
+
+/// A check's last step not run yet, with the check's catalog position.
+struct Left(usize, Box<dyn FnOnce() -> CheckResult + Send>);
+
+impl Left {
+    /// Runs it (timed as the check's summary).
+    fn finish(self) -> (usize, CheckResult) {
+        let Left(idx, tail) = self;
+        (idx, timed(|| format!("summary of {}", CATALOG[idx].id), tail))
+    }
+}
 
 /// Set (to anything) to print each check's wall time to stderr: a
 /// developer's aid for finding where the time goes (BENCHMARKS.md).
@@ -795,41 +877,97 @@ fn skipped(def: &CheckDef, severity: Severity, reason: &str) -> CheckResult {
 }
 
 fn run_check(
-    def: &CheckDef,
+    def: &'static CheckDef,
     asset: &Asset,
     opts: &Options,
     spec: Option<&SpecRun>,
     render: Option<&RenderRun>,
 ) -> CheckResult {
+    match run_check_split(def, asset, opts, spec, render, false) {
+        Pending::Done(r) => r,
+        Pending::Tail(t) => t(),
+    }
+}
+
+/// A check run up to its last step: its result, or (a check of
+/// [`catalog::split_run`]) that step, which gives it. One a check, held
+/// for a moment: the result is not boxed.
+#[allow(clippy::large_enum_variant)]
+enum Pending {
+    Done(CheckResult),
+    Tail(Box<dyn FnOnce() -> CheckResult + Send>),
+}
+
+/// [`run_check`], up to the check's [`crate::checks::Tail`] when `split`
+/// and the check has one.
+fn run_check_split(
+    def: &'static CheckDef,
+    asset: &Asset,
+    opts: &Options,
+    spec: Option<&SpecRun>,
+    render: Option<&RenderRun>,
+    split: bool,
+) -> Pending {
     let severity = opts.profile.severity_of(def.id, def.severity);
     if !opts.selection.runs(def.id) {
-        return skipped(def, severity, "not selected");
+        return Pending::Done(skipped(def, severity, "not selected"));
     }
     if !cfg!(feature = "render") && opts.mode == Mode::Full && def.needs.renderer {
-        return skipped(def, severity, "renderer not in this build");
+        return Pending::Done(skipped(def, severity, "renderer not in this build"));
     }
     let geometry = def.needs.geometry;
     if geometry && asset.scene.primitives.is_empty() && !asset.scene.unread.is_empty() {
-        return skipped(def, severity, &unread_reason(&asset.scene.unread));
+        return Pending::Done(skipped(def, severity, &unread_reason(&asset.scene.unread)));
     }
+    // The checks on the stills list the scene's notes with the renderer's own.
+    let notes = (geometry && !asset.scene.notes.is_empty() && !def.needs.renderer).then(|| {
+        asset.scene.notes.iter().take(crate::checks::MAX_LOCATIONS).map(|n| Value::String(n.to_string())).collect()
+    });
     let cx = Ctx { asset, profile: &opts.profile, spec, render };
-    let output = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| (def.run)(&cx)));
+    let guarded = |f: &mut dyn FnMut() -> crate::checks::Split| {
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).map_err(|panic| panic_text(&*panic))
+    };
+    let output = match catalog::split_run(def).filter(|_| split) {
+        Some(run) => match guarded(&mut || run(&cx)) {
+            Ok(crate::checks::Split::Tail(tail)) => {
+                return Pending::Tail(Box::new(move || {
+                    let output = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| tail.finish()))
+                        .map_err(|panic| panic_text(&*panic));
+                    concluded(def, severity, output, notes)
+                }));
+            }
+            Ok(crate::checks::Split::Done(out)) => Ok(out),
+            Err(what) => Err(what),
+        },
+        None => guarded(&mut || crate::checks::Split::Done((def.run)(&cx))).map(crate::checks::Split::finish),
+    };
+    Pending::Done(concluded(def, severity, output, notes))
+}
+
+/// What a panic in a check said.
+fn panic_text(panic: &(dyn std::any::Any + Send)) -> String {
+    panic
+        .downcast_ref::<String>()
+        .cloned()
+        .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+        .unwrap_or_default()
+}
+
+/// A check's result from its output (or what its panic said), with the
+/// scene's `notes` listed when the check is one to list them.
+fn concluded(
+    def: &CheckDef,
+    severity: Severity,
+    output: std::result::Result<CheckOutput, String>,
+    notes: Option<Vec<Value>>,
+) -> CheckResult {
     let mut m = match output {
         Ok(CheckOutput::Measured(m)) => m,
         Ok(CheckOutput::Skipped(reason)) => return skipped(def, severity, &reason),
-        Err(panic) => {
-            let what = panic
-                .downcast_ref::<String>()
-                .cloned()
-                .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
-                .unwrap_or_default();
-            return skipped(def, severity, &format!("internal error in the check: {what}"));
-        }
+        Err(what) => return skipped(def, severity, &format!("internal error in the check: {what}")),
     };
-    if geometry && !asset.scene.notes.is_empty() && !def.needs.renderer {
-        // The checks on the stills list the scene's notes with the renderer's own.
-        let notes = asset.scene.notes.iter().take(crate::checks::MAX_LOCATIONS).map(|n| Value::String(n.to_string()));
-        m.measured.insert("notes".into(), Value::Array(notes.collect()));
+    if let Some(notes) = notes {
+        m.measured.insert("notes".into(), Value::Array(notes));
     }
     let status = match (m.outcome, severity) {
         (_, Severity::Info) => Status::Pass,

@@ -469,6 +469,66 @@ fn the_first_phases_hungry_checks_run_one_at_a_time() {
     }
 }
 
+/// The last steps of UV-004 and UV-008 (their weighted quantiles, each on
+/// one thread over a sample a triangle: `catalog::split_run`) run beside
+/// what follows them on a mesh checked in two phases: UV-004's beside
+/// UV-005, which hashes its UV points on one thread first, and UV-008's
+/// beside the world mesh's build. Each summary starts once its check has
+/// measured, and meets what follows it in one run of three (whether the
+/// second core takes the next step in time depends on the machine's load;
+/// run in turn, as before, they never meet). The report is the one a
+/// single thread gives (`-j 1`: every tail finished before what follows),
+/// byte for byte but for its date.
+#[test]
+fn the_uv_summaries_run_beside_what_follows_them() {
+    let mut prim = sphere(700, 500, 1.0);
+    prim.material = Some(0);
+    let mut doc = Doc::single(prim);
+    doc.materials.push(Material { base_color_texture: Some(0), ..Material::default() });
+    doc.textures.push(Texture { source: 0 });
+    doc.images.push(Image { bytes: png(64, 64), mime: "image/png".into(), uri: None });
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("sphere.glb");
+    std::fs::write(&file, doc.to_glb()).unwrap();
+    let line_span = |err: &str, starts: &str| -> (f64, f64) {
+        let line = err.lines().find(|l| l.starts_with(starts)).unwrap_or_else(|| panic!("no {starts}: {err}"));
+        let inner = line.rsplit_once('(').and_then(|(_, r)| r.strip_suffix(')')).unwrap_or_else(|| panic!("{line}"));
+        let (a, b) = inner.split_once("..").unwrap_or_else(|| panic!("{line}"));
+        (a.parse().unwrap(), b.parse().unwrap())
+    };
+    let meet = |a: (f64, f64), b: (f64, f64)| a.0 < b.1 && b.0 < a.1;
+    let (mut beside_uv005, mut beside_build) = (false, false);
+    let mut timelines = Vec::new();
+    for _ in 0..3 {
+        let err = two_phase_timeline(&file, &["UV-004", "UV-005", "UV-008", "GEO-002"]);
+        let (stretch, density) = (line_span(&err, "summary of UV-004 "), line_span(&err, "summary of UV-008 "));
+        assert!(span_of(&err, "UV-004").1 <= stretch.0, "UV-004's summary before it measured:\n{err}");
+        assert!(span_of(&err, "UV-008").1 <= density.0, "UV-008's summary before it measured:\n{err}");
+        beside_uv005 |= meet(stretch, span_of(&err, "UV-005"));
+        beside_build |= meet(density, line_span(&err, "shared data (welded world mesh"));
+        timelines.push(err);
+        if beside_uv005 && beside_build {
+            break;
+        }
+    }
+    assert!(
+        beside_uv005 && beside_build,
+        "in three runs, UV-004's summary beside UV-005: {beside_uv005}; UV-008's beside the build: {beside_build}:\n{}",
+        timelines.join("\n")
+    );
+    let report = |jobs: &[&str]| {
+        let out = util::bin()
+            .args(["validate", file.to_str().unwrap(), "--no-config", "--format", "json", "--skip", "SPEC-001"])
+            .args(jobs)
+            .output()
+            .unwrap();
+        let text = String::from_utf8(out.stdout).unwrap();
+        assert!(text.contains("\"UV-008\"") && text.contains("texel_density_median"), "{text}");
+        text.lines().filter(|l| !l.contains("\"created_at\"")).collect::<Vec<_>>().join("\n")
+    };
+    assert_eq!(report(&[]), report(&["-j", "1"]));
+}
+
 /// On the pool each check is a job of its own (`Checks::on_pool`): with
 /// `--only GEO-002,GEO-009` on a mesh checked in two phases, the two run
 /// side by side. Split as rayon splits a slice by default, the catalog's

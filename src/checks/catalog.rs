@@ -8,7 +8,7 @@
 //! their checks by ID (the order the report lists results in), and hands
 //! the profiles what they are checked against (every parameter and ID).
 
-use super::{CheckDef, Ctx, Family, WELD_TOLERANCE, anm, geo, mat, perf, rnd, spec, top, uv, xfm};
+use super::{CheckDef, Ctx, Family, Split, WELD_TOLERANCE, anm, geo, mat, perf, rnd, spec, top, uv, xfm};
 use crate::error::Result;
 use crate::profile::{BUILTIN_NAMES, Param, Profile, Schema};
 use std::sync::LazyLock;
@@ -93,6 +93,26 @@ pub fn memory_hungry(def: &CheckDef) -> bool {
 /// "Nineteenth step").
 pub fn runs_first(def: &CheckDef) -> bool {
     def.id == perf::VERTEX_FETCH.id || def.id == geo::NON_MANIFOLD.id
+}
+
+/// The check's function in two steps, for a check whose last step can run
+/// beside what follows it ([`super::Tail`]): UV-004 and UV-008, each of
+/// whose last steps is a weighted quantile over a sample a triangle, on one
+/// thread (8-9 ms each on s13), while the other core has nothing to run.
+/// On a large mesh the engine runs UV-004's beside the next check of the
+/// chain (UV-005 hashes its UV points on one thread first) and UV-008's
+/// beside the world mesh's build. Their samples are then held beside the
+/// next step's start, not its peak (BENCHMARKS.md, "Thirtieth step").
+/// `None` for every other check; for these two, `run` is the same two
+/// steps in turn.
+pub fn split_run(def: &CheckDef) -> Option<fn(&Ctx<'_>) -> Split> {
+    if def.id == uv::STRETCH.id {
+        Some(uv::stretch_split)
+    } else if def.id == uv::TEXEL_DENSITY.id {
+        Some(uv::texel_density_split)
+    } else {
+        None
+    }
 }
 
 /// Whether a check reads a primitive's normals, tangents or colours (the

@@ -175,6 +175,46 @@ pub enum CheckOutput {
     Skipped(String),
 }
 
+/// A check's last step, handed back to run beside what follows it: a
+/// summary over arrays the check made (UV-004's and UV-008's weighted
+/// quantiles over a sample a triangle), owning everything it reads, so
+/// that it borrows nothing from the asset. On a large mesh the engine runs
+/// it beside the next check of the chain, or beside the world mesh's
+/// build after the first phase ([`catalog::split_run`]); anywhere else it
+/// is finished at once. Either way the result is the one the check's
+/// function gives, which is the same two steps in turn.
+pub struct Tail(Box<dyn FnOnce() -> CheckOutput + Send>);
+
+impl Tail {
+    /// The step `f`.
+    pub fn new(f: impl FnOnce() -> CheckOutput + Send + 'static) -> Tail {
+        Tail(Box::new(f))
+    }
+
+    /// Runs the step.
+    pub fn finish(self) -> CheckOutput {
+        (self.0)()
+    }
+}
+
+/// What a check with a [`Tail`] gives: its output, or its last step.
+pub enum Split {
+    /// The output (a skip, say), nothing left to run.
+    Done(CheckOutput),
+    /// The step that gives it.
+    Tail(Tail),
+}
+
+impl Split {
+    /// The output, the tail run here when there is one.
+    pub fn finish(self) -> CheckOutput {
+        match self {
+            Split::Done(out) => out,
+            Split::Tail(t) => t.finish(),
+        }
+    }
+}
+
 /// A small builder for `measured` and `threshold` objects.
 #[derive(Debug, Default, Clone)]
 pub struct Obj(pub Map<String, Value>);

@@ -5,7 +5,7 @@
 //! `geom::uv` per texture space.
 
 use super::{CheckDef, Family, LOC, LOC_TOTAL, Needs};
-use super::{CheckOutput, Comparison, Ctx, MAX_LOCATIONS, Obj, count, measured, over, short, thousands};
+use super::{CheckOutput, Comparison, Ctx, MAX_LOCATIONS, Obj, Split, Tail, count, measured, over, short, thousands};
 use crate::asset::material::{texture_image, texture_slots};
 use crate::asset::scene::{Instance, Primitive};
 use crate::geom::mat4;
@@ -376,6 +376,12 @@ type PlacedQuad = ([[[f64; 3]; 3]; 4], [[[f32; 2]; 3]; 4], [bool; 4]);
 
 /// UV-004.
 pub fn stretch(cx: &Ctx<'_>) -> CheckOutput {
+    stretch_split(cx).finish()
+}
+
+/// UV-004 in two steps: its samples measured here, their summary (the
+/// area-weighted p95 over a sample a triangle) handed back as a [`Tail`].
+pub fn stretch_split(cx: &Ctx<'_>) -> Split {
     let max_ratio = cx.profile.get(&MAX_STRETCH_RATIO);
     let max_pct = cx.profile.get(&MAX_STRETCHED_AREA_PCT);
     // Per UV set: its samples, and the triangles visited so far (each
@@ -411,8 +417,20 @@ pub fn stretch(cx: &Ctx<'_>) -> CheckOutput {
         }
     }
     if per_set.is_empty() {
-        return CheckOutput::Skipped(NO_UVS.into());
+        return Split::Done(CheckOutput::Skipped(NO_UVS.into()));
     }
+    let threshold = Obj::new().param(cx.profile, &MAX_STRETCH_RATIO).param(cx.profile, &MAX_STRETCHED_AREA_PCT);
+    Split::Tail(Tail::new(move || stretch_summary(per_set, locations, threshold, max_ratio, max_pct)))
+}
+
+/// UV-004's summary of its samples per UV set ([`stretch_split`]).
+fn stretch_summary(
+    per_set: BTreeMap<usize, (Vec<guv::Weighted>, usize)>,
+    locations: Vec<String>,
+    threshold: Obj,
+    max_ratio: f64,
+    max_pct: f64,
+) -> CheckOutput {
     let mut rows: Vec<(usize, guv::StretchStats)> =
         per_set.into_iter().map(|(set, (mut s, _))| (set, guv::summarize_stretch(&mut s, max_ratio))).collect();
     rows.sort_by(|a, b| b.1.stretched_area_pct.total_cmp(&a.1.stretched_area_pct));
@@ -446,7 +464,7 @@ pub fn stretch(cx: &Ctx<'_>) -> CheckOutput {
             .val("stretch_p95", p95_json(s))
             .val("sets", Value::Array(sets))
             .locations(&locations),
-        Obj::new().param(cx.profile, &MAX_STRETCH_RATIO).param(cx.profile, &MAX_STRETCHED_AREA_PCT),
+        threshold,
         outcome,
         message,
     )
@@ -853,13 +871,27 @@ fn density_quantiles(items: &mut [guv::Weighted]) -> Option<Quantiles> {
 
 /// UV-008.
 pub fn texel_density(cx: &Ctx<'_>) -> CheckOutput {
+    texel_density_split(cx).finish()
+}
+
+/// A textured UV layout of UV-008, as its summary reports it: material,
+/// UV set and texture size.
+struct DensityLayout {
+    material: Option<usize>,
+    set: usize,
+    size: (u32, u32),
+}
+
+/// UV-008 in two steps: its samples measured here, per textured layout,
+/// their summary (three weighted quantiles over a sample a triangle)
+/// handed back as a [`Tail`].
+pub fn texel_density_split(cx: &Ctx<'_>) -> Split {
     let groups: Vec<UvGroup<'_>> = uv_groups(cx).into_iter().filter(|g| g.texture.is_some()).collect();
     if groups.is_empty() {
-        return CheckOutput::Skipped("no drawn primitive samples a texture through its UVs".into());
+        return Split::Done(CheckOutput::Skipped("no drawn primitive samples a texture through its UVs".into()));
     }
     let first: BTreeMap<(usize, usize), &Instance> =
         drawn_primitives(cx).into_iter().map(|(p, i)| ((p.mesh, p.index), i)).collect();
-    let mut all = Vec::new();
     let mut rows = Vec::with_capacity(groups.len());
     // Each sample is ordered by its triangle's place among all the groups'
     // triangles visited (ties among equal densities go to the earlier
@@ -881,12 +913,20 @@ pub fn texel_density(cx: &Ctx<'_>) -> CheckOutput {
             });
             visited += p.triangles.len();
         }
-        rows.push((g, samples));
+        rows.push((DensityLayout { material: g.material, set: g.set, size: (w, h) }, samples));
     }
+    Split::Tail(Tail::new(move || density_summary(rows)))
+}
+
+/// UV-008's summary of its samples per textured layout
+/// ([`texel_density_split`]).
+fn density_summary(rows: Vec<(DensityLayout, Vec<guv::Weighted>)>) -> CheckOutput {
+    let layouts = rows.len() as u64;
+    let mut all = Vec::new();
     // One texture space: its percentiles are the overall ones (three
     // selections over a million triangles, not six).
     let single = rows.len() == 1;
-    let rows: Vec<(&UvGroup<'_>, u64, Option<Quantiles>)> = rows
+    let rows: Vec<(DensityLayout, u64, Option<Quantiles>)> = rows
         .into_iter()
         .map(|(g, mut samples)| {
             let q = if single { None } else { density_quantiles(&mut samples) };
@@ -910,7 +950,7 @@ pub fn texel_density(cx: &Ctx<'_>) -> CheckOutput {
         .iter()
         .take(MAX_LOCATIONS)
         .map(|(g, n, q)| {
-            let (w, h) = g.size();
+            let (w, h) = g.size;
             json!({
                 "material": material_json(g.material),
                 "set": g.set,
@@ -928,7 +968,7 @@ pub fn texel_density(cx: &Ctx<'_>) -> CheckOutput {
         short(median),
         short(p5),
         short(p95),
-        count(groups.len() as u64, "textured UV layout", "textured UV layouts")
+        count(layouts, "textured UV layout", "textured UV layouts")
     );
     measured(
         Obj::new()
