@@ -673,7 +673,8 @@ impl Checks<'_> {
     /// never held at once: every faster schedule tried for the first phase
     /// (one queue, costliest first) ran two of them side by side and raised
     /// the peak by 10-25 MB (BENCHMARKS.md, "Seventh step"); a test holds
-    /// the first phase's four apart.
+    /// the first phase's four apart. A check's tail, a summary over arrays
+    /// of its own, runs beside the next one's start ([`Checks::chain`]).
     fn chained(&self, asset: &Asset, select: impl Fn(&CheckDef) -> bool + Sync, last_first: bool) -> Indexed {
         let (mut results, left) = self.chained_leaving(asset, select, last_first);
         results.extend(left.map(Left::finish));

@@ -296,9 +296,13 @@ mod halves {
         JOB.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Starts the helper (once; a process whose system refuses a thread
-    /// faults every block in on its allocating thread).
+    /// Starts the helper (once). A process whose kernel refuses the advice
+    /// (before 5.14), or whose system refuses a thread, has every block
+    /// faulted in on its allocating thread (`MAP_POPULATE`), as before.
     pub fn start() {
+        if !advice_taken() {
+            return;
+        }
         let spawned = std::thread::Builder::new().name("meshcheck-pages".into()).spawn(|| {
             loop {
                 let mut j = job();
@@ -315,6 +319,19 @@ mod halves {
             }
         });
         READY.store(spawned.is_ok(), Ordering::Release);
+    }
+
+    /// Whether the kernel takes `MADV_POPULATE_WRITE` (asked of one page
+    /// of a mapping made for the question).
+    fn advice_taken() -> bool {
+        let p = super::map(super::PAGE, false);
+        if p.is_null() {
+            return false;
+        }
+        // SAFETY: the page just mapped, which nothing else holds.
+        let taken = unsafe { libc::madvise(p.cast(), super::PAGE, libc::MADV_POPULATE_WRITE) } == 0;
+        super::unmap(p as usize, super::PAGE);
+        taken
     }
 
     /// Whether the helper runs.

@@ -392,13 +392,27 @@ fn two_phase_timeline(file: &std::path::Path, only: &[&str]) -> String {
 /// Check `id`'s span (start, end, in ms) in a `MESHCHECK_CHECK_TIMES`
 /// timeline: its line `check ID W ms (START..END)`.
 fn span_of(timeline: &str, id: &str) -> (f64, f64) {
-    let line = timeline
-        .lines()
-        .find(|l| l.starts_with(&format!("check {id} ")))
-        .unwrap_or_else(|| panic!("no {id}: {timeline}"));
+    span_at(timeline, &format!("check {id} "))
+}
+
+/// The span of the timeline's first step whose line starts with `starts`.
+fn span_at(timeline: &str, starts: &str) -> (f64, f64) {
+    let line = timeline.lines().find(|l| l.starts_with(starts)).unwrap_or_else(|| panic!("no {starts}: {timeline}"));
     let inner = line.rsplit_once('(').and_then(|(_, r)| r.strip_suffix(')')).unwrap_or_else(|| panic!("{line}"));
     let (a, b) = inner.split_once("..").unwrap_or_else(|| panic!("{line}"));
     (a.parse().unwrap(), b.parse().unwrap())
+}
+
+/// A UV sphere checked in two phases, textured, so that UV-008 measures
+/// rather than skips.
+fn textured_sphere_glb() -> Vec<u8> {
+    let mut prim = sphere(700, 500, 1.0);
+    prim.material = Some(0);
+    let mut doc = Doc::single(prim);
+    doc.materials.push(Material { base_color_texture: Some(0), ..Material::default() });
+    doc.textures.push(Texture { source: 0 });
+    doc.images.push(Image { bytes: png(64, 64), mime: "image/png".into(), uri: None });
+    doc.to_glb()
 }
 
 /// On a mesh checked in two phases, the first phase's memory-hungry checks
@@ -417,13 +431,7 @@ fn span_of(timeline: &str, id: &str) -> (f64, f64) {
 /// GEO-008 in `catalog::runs_first`).
 #[test]
 fn the_first_phases_hungry_checks_run_one_at_a_time() {
-    let mut prim = sphere(700, 500, 1.0);
-    prim.material = Some(0);
-    let mut doc = Doc::single(prim);
-    doc.materials.push(Material { base_color_texture: Some(0), ..Material::default() });
-    doc.textures.push(Texture { source: 0 });
-    doc.images.push(Image { bytes: png(64, 64), mime: "image/png".into(), uri: None });
-    let glb = doc.to_glb();
+    let glb = textured_sphere_glb();
     let asset = meshcheck::asset::load(meshcheck::asset::Input::from_bytes("sphere.glb", glb.clone())).unwrap();
     assert!(asset.scene.world_mesh_bytes() >= meshcheck::engine::PHASED_WORLD_BYTES, "checked in two phases");
     drop(asset);
@@ -453,8 +461,7 @@ fn the_first_phases_hungry_checks_run_one_at_a_time() {
     }
     // The normals, tangents and colours, which only PERF-006 reads, are
     // freed once it has run, before UV-004 and UV-005 (the phase's peak).
-    let line = err.lines().find(|l| l.starts_with("vertex streams freed")).unwrap_or_else(|| panic!("{err}"));
-    let freed: f64 = line.rsplit_once('(').and_then(|(_, r)| r.split_once("..")).unwrap().0.parse().unwrap();
+    let freed = span_at(&err, "vertex streams freed").0;
     assert!(first.1 <= freed && freed <= span("UV-004").0, "streams freed at {freed}, PERF-006 {first:?}:\n{err}");
     // The other light checks run beside UV-002 too (whose raster leaves a
     // core idle), ending before the streams are freed.
@@ -481,31 +488,19 @@ fn the_first_phases_hungry_checks_run_one_at_a_time() {
 /// byte for byte but for its date.
 #[test]
 fn the_uv_summaries_run_beside_what_follows_them() {
-    let mut prim = sphere(700, 500, 1.0);
-    prim.material = Some(0);
-    let mut doc = Doc::single(prim);
-    doc.materials.push(Material { base_color_texture: Some(0), ..Material::default() });
-    doc.textures.push(Texture { source: 0 });
-    doc.images.push(Image { bytes: png(64, 64), mime: "image/png".into(), uri: None });
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("sphere.glb");
-    std::fs::write(&file, doc.to_glb()).unwrap();
-    let line_span = |err: &str, starts: &str| -> (f64, f64) {
-        let line = err.lines().find(|l| l.starts_with(starts)).unwrap_or_else(|| panic!("no {starts}: {err}"));
-        let inner = line.rsplit_once('(').and_then(|(_, r)| r.strip_suffix(')')).unwrap_or_else(|| panic!("{line}"));
-        let (a, b) = inner.split_once("..").unwrap_or_else(|| panic!("{line}"));
-        (a.parse().unwrap(), b.parse().unwrap())
-    };
+    std::fs::write(&file, textured_sphere_glb()).unwrap();
     let meet = |a: (f64, f64), b: (f64, f64)| a.0 < b.1 && b.0 < a.1;
     let (mut beside_uv005, mut beside_build) = (false, false);
     let mut timelines = Vec::new();
     for _ in 0..3 {
         let err = two_phase_timeline(&file, &["UV-004", "UV-005", "UV-008", "GEO-002"]);
-        let (stretch, density) = (line_span(&err, "summary of UV-004 "), line_span(&err, "summary of UV-008 "));
+        let (stretch, density) = (span_at(&err, "summary of UV-004 "), span_at(&err, "summary of UV-008 "));
         assert!(span_of(&err, "UV-004").1 <= stretch.0, "UV-004's summary before it measured:\n{err}");
         assert!(span_of(&err, "UV-008").1 <= density.0, "UV-008's summary before it measured:\n{err}");
         beside_uv005 |= meet(stretch, span_of(&err, "UV-005"));
-        beside_build |= meet(density, line_span(&err, "shared data (welded world mesh"));
+        beside_build |= meet(density, span_at(&err, "shared data (welded world mesh"));
         timelines.push(err);
         if beside_uv005 && beside_build {
             break;
