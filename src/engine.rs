@@ -925,24 +925,23 @@ fn run_check_split(
         asset.scene.notes.iter().take(crate::checks::MAX_LOCATIONS).map(|n| Value::String(n.to_string())).collect()
     });
     let cx = Ctx { asset, profile: &opts.profile, spec, render };
-    let guarded = |f: &mut dyn FnMut() -> crate::checks::Split| {
-        std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).map_err(|panic| panic_text(&*panic))
-    };
     let output = match catalog::split_run(def).filter(|_| split) {
-        Some(run) => match guarded(&mut || run(&cx)) {
+        Some(run) => match guarded(|| run(&cx)) {
             Ok(crate::checks::Split::Tail(tail)) => {
-                return Pending::Tail(Box::new(move || {
-                    let output = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| tail.finish()))
-                        .map_err(|panic| panic_text(&*panic));
-                    concluded(def, severity, output, notes)
-                }));
+                return Pending::Tail(Box::new(move || concluded(def, severity, guarded(|| tail.finish()), notes)));
             }
             Ok(crate::checks::Split::Done(out)) => Ok(out),
             Err(what) => Err(what),
         },
-        None => guarded(&mut || crate::checks::Split::Done((def.run)(&cx))).map(crate::checks::Split::finish),
+        None => guarded(|| (def.run)(&cx)),
     };
     Pending::Done(concluded(def, severity, output, notes))
+}
+
+/// `f`'s value, or what it said when it panicked (a check's panic becomes
+/// its skip, not the run's end).
+fn guarded<T>(f: impl FnOnce() -> T) -> std::result::Result<T, String> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).map_err(|panic| panic_text(&*panic))
 }
 
 /// What a panic in a check said.
