@@ -321,7 +321,11 @@ fn validate_loaded(
         // this thread, rather than waited for on a thread of its own.
         (Some(v), origin) if origin.path().is_some_and(|p| v.begun_ahead(p)) => {
             let name = opened.main_name();
-            let loaded = load(&opened).and_then(measure);
+            let loaded = load(&opened);
+            // Held only in case Node cannot read the file as announced:
+            // not resident while the checks run (`Bytes::release_resident`).
+            opened.main.release_resident();
+            let loaded = loaded.and_then(measure);
             let main = Main { bytes: MainBytes::Held(&opened.main), path: origin.path() };
             let spec = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                 v.validate_main(&name, main, opened.resolver.as_ref())
@@ -334,7 +338,13 @@ fn validate_loaded(
             let opened = &opened;
             let main = Main { bytes: MainBytes::Held(&opened.main), path: origin.path() };
             let handle = s.spawn(move || v.validate_main(&name, main, opened.resolver.as_ref()));
-            let loaded = load(opened).and_then(measure);
+            let loaded = load(opened);
+            // A mapped file's pages, held for the validator, leave the
+            // checks' peak (`Bytes::release_resident`); Node reads the file
+            // by its path, and should it read the held bytes instead they
+            // are faulted back in, the same bytes.
+            opened.main.release_resident();
+            let loaded = loaded.and_then(measure);
             (loaded, Some(joined(handle.join())))
         }),
         // Without it, nothing reads the input's bytes after the load (the
@@ -393,8 +403,23 @@ pub fn run_checks(
     spec: Option<&SpecRun>,
     render: Option<&RenderRun>,
 ) -> Vec<CheckResult> {
+    run_checks_phased(asset, opts, spec, render, phased(asset))
+}
+
+/// [`run_checks`] with the order chosen by the caller: in two phases
+/// (`phased`, as [`run_checks`] runs a mesh of [`PHASED_WORLD_BYTES`] or
+/// more) or with the mesh built beside the checks that never read it. The
+/// results are the same either way; the tests hold that.
+#[doc(hidden)]
+pub fn run_checks_phased(
+    asset: &Asset,
+    opts: &Options,
+    spec: Option<&SpecRun>,
+    render: Option<&RenderRun>,
+    phased: bool,
+) -> Vec<CheckResult> {
     let checks = Checks { opts, spec, render };
-    let results = if phased(asset) {
+    let results = if phased {
         let mut results = checks.first_phase(asset);
         results.extend(checks.second_phase(asset));
         results
@@ -788,11 +813,19 @@ impl Checks<'_> {
 }
 
 /// From this estimated size of the welded world mesh up
-/// ([`crate::asset::scene::Scene::world_mesh_bytes`]: about 670,000 triangles
-/// of a mesh with a vertex for every two triangles),
+/// ([`crate::asset::scene::Scene::world_mesh_bytes`]: about 20,000
+/// triangles of a mesh with a vertex for every two triangles),
 /// [`run_checks`] builds the mesh only after the checks that do not read
-/// it have run, so their working memory is not held beside it.
-pub const PHASED_WORLD_BYTES: u64 = 128 << 20;
+/// it have run, so their working memory is not held beside it. It was 128
+/// MiB (670,000 triangles) until the thirty-first step of issue 22: the
+/// 8 MB sphere of `cargo bench --bench scale` (280,000 triangles) then
+/// peaked at 47 MB, 33.5 in two phases (its checks 4 % slower, 97.5 ->
+/// 101.6 ms); the 1 MB sphere (35,000 triangles) at 19.0 MB, 17.6 in two
+/// phases (2 ms slower). A small file (the folder benches' cubes and
+/// quads, a few hundred triangles) stays under it, where building the
+/// mesh beside the other checks is faster and its arrays are small
+/// (BENCHMARKS.md, "Thirty-first step").
+pub const PHASED_WORLD_BYTES: u64 = 4 << 20;
 
 /// Check results with their catalog positions.
 type Indexed = Vec<(usize, CheckResult)>;

@@ -375,6 +375,46 @@ fn a_large_mesh_checked_without_its_surface_attributes_gives_the_same_report() {
     assert!(!islands.measured.is_empty());
 }
 
+/// The two orders of the checks (`engine::run_checks_phased`: in two
+/// phases, or the mesh built beside the checks that never read it) give
+/// the same results, check for check, on meshes either side of
+/// `engine::PHASED_WORLD_BYTES` (which order `run_checks` picks is a
+/// matter of memory, never of numbers): spheres with flipped and
+/// degenerate triangles, a second sphere instanced and a textured cube
+/// beside them, so every family has something to measure.
+#[test]
+fn both_orders_of_the_checks_give_the_same_results() {
+    let opts = Options { selection: Selection::parse(&[], &["SPEC-001".into()]).unwrap(), ..Options::default() };
+    for (segments, rings) in [(24, 12), (160, 80)] {
+        let mut ball = sphere(segments, rings, 1.0);
+        ball.flip_triangles(0..7);
+        ball.add_degenerate();
+        let mut doc = Doc::single(ball);
+        doc.meshes.push(Mesh { primitives: vec![sphere(12, 6, 0.5)] });
+        doc.nodes.push(Node { mesh: Some(1), translation: Some([3.0, 0.0, 0.0]), ..Node::default() });
+        let mut box_ = cube(1.0);
+        box_.material = Some(0);
+        doc.meshes.push(Mesh { primitives: vec![box_] });
+        doc.nodes.push(Node { mesh: Some(2), translation: Some([-3.0, 0.0, 0.0]), ..Node::default() });
+        doc.materials.push(Material { base_color_texture: Some(0), ..Material::default() });
+        doc.textures.push(Texture { source: 0 });
+        doc.images.push(Image { bytes: png(16, 16), mime: "image/png".into(), uri: None });
+        doc.scene_roots.extend([1, 2]);
+        let asset = meshcheck::asset::load(meshcheck::asset::Input::from_bytes("balls.glb", doc.to_glb())).unwrap();
+        let bytes = asset.scene.world_mesh_bytes();
+        let large = bytes >= meshcheck::engine::PHASED_WORLD_BYTES;
+        assert_eq!(large, segments > 100, "the meshes sit either side of the threshold ({bytes} bytes)");
+        let phased = meshcheck::engine::run_checks_phased(&asset, &opts, None, None, true);
+        let overlapped = meshcheck::engine::run_checks_phased(&asset, &opts, None, None, false);
+        assert_eq!(phased.len(), overlapped.len());
+        for (a, b) in phased.iter().zip(&overlapped) {
+            assert_eq!(serde_json::to_value(a).unwrap(), serde_json::to_value(b).unwrap(), "{}", a.id);
+        }
+        let measured = phased.iter().filter(|r| r.status != Status::Skipped).count();
+        assert!(measured > 30, "only {measured} checks measured");
+    }
+}
+
 /// The `MESHCHECK_CHECK_TIMES` timeline (stderr) of `validate FILE` with
 /// only the checks `only`, on a mesh that must be checked in two phases.
 fn two_phase_timeline(file: &std::path::Path, only: &[&str]) -> String {

@@ -79,6 +79,23 @@ impl Bytes {
         }
     }
 
+    /// Lets the pages of mapped bytes go from this process's resident
+    /// memory, keeping the bytes: a read after it faults them back in from
+    /// the file, unchanged (the mapping is private and never written, so
+    /// what it reads is the file's own pages in the page cache). For the
+    /// input of a SPEC-001 run whose bytes are held only in case the
+    /// validator cannot read the file as announced: once the asset is
+    /// loaded nothing else reads them, and resident they added the file's
+    /// whole size to the checks' peak (the 8 MB sphere's default run: 41.2
+    /// against 34.6 MB without SPEC-001; BENCHMARKS.md, "Thirty-first
+    /// step"). Owned bytes stay as they are: their pages are the only copy.
+    pub fn release_resident(&self) {
+        #[cfg(target_os = "linux")]
+        if let Bytes::Mapped(m) = self {
+            m.release_resident();
+        }
+    }
+
     /// The bytes as an owned block (a copy when they are mapped).
     pub fn into_vec(self) -> Vec<u8> {
         match self {
@@ -181,6 +198,20 @@ impl Mapping {
 }
 
 #[cfg(target_os = "linux")]
+impl Mapping {
+    /// [`Bytes::release_resident`] for a mapping.
+    fn release_resident(&self) {
+        // SAFETY: `ptr` is this live mapping of `len` bytes. MADV_DONTNEED
+        // on a private read-only file mapping drops its page-table entries
+        // only: the next read of a page faults it in again from the file,
+        // with the same bytes, so every slice of the mapping stays valid.
+        unsafe {
+            libc::madvise(self.ptr.as_ptr().cast(), self.len, libc::MADV_DONTNEED);
+        }
+    }
+}
+
+#[cfg(target_os = "linux")]
 impl Deref for Mapping {
     type Target = [u8];
     fn deref(&self) -> &[u8] {
@@ -227,6 +258,38 @@ mod tests {
         let read = Bytes::read_file_with(&mut std::fs::File::open(&path).expect("open"), false).expect("read");
         assert!(!read.is_mapped());
         assert_eq!(&read[..], &body[..]);
+    }
+
+    /// Resident kilobytes of the mapping that starts at `addr`
+    /// (`/proc/self/smaps`: the first `Rss:` line after its header is its own).
+    #[cfg(target_os = "linux")]
+    fn resident_kb_at(addr: usize) -> u64 {
+        let smaps = std::fs::read_to_string("/proc/self/smaps").expect("smaps");
+        let start = format!("{addr:x}-");
+        let mut block = smaps.split('\n').skip_while(|l| !l.starts_with(&start)).skip(1);
+        let rss = block.find(|l| l.starts_with("Rss:"));
+        rss.and_then(|l| l.split_whitespace().nth(1)?.parse().ok()).expect("the mapping's Rss")
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn mapped_bytes_let_go_of_their_pages_and_read_the_same_after() {
+        let body: Vec<u8> = (0..MAP_AT_LEAST as usize + 3 * 4096 + 5).map(|i| (i * 7 % 253) as u8).collect();
+        let (_dir, path) = file_of(&body);
+        let bytes = Bytes::read_file(&mut std::fs::File::open(&path).expect("open")).expect("read");
+        assert!(bytes.is_mapped());
+        let addr = bytes.as_ptr() as usize;
+        assert_eq!(&bytes[..], &body[..]);
+        let before = resident_kb_at(addr);
+        assert!(before * 1024 >= MAP_AT_LEAST, "entered at once: {before} KiB resident");
+        bytes.release_resident();
+        assert_eq!(resident_kb_at(addr), 0, "every page let go");
+        assert_eq!(&bytes[..], &body[..], "the same bytes, read again from the file");
+        assert!(resident_kb_at(addr) * 1024 >= MAP_AT_LEAST, "faulted back in by the read");
+        // Owned bytes keep their pages (the only copy).
+        let owned = Bytes::from(body.clone());
+        owned.release_resident();
+        assert_eq!(&owned[..], &body[..]);
     }
 
     #[test]
