@@ -487,6 +487,13 @@ impl Allocator {
     /// caller then asks glibc). A null inside is the system's refusal.
     #[cfg(target_os = "linux")]
     fn own(&self, layout: Layout, zeroed: bool) -> Option<*mut u8> {
+        self.own_filled(layout, zeroed, !zeroed)
+    }
+
+    /// [`Allocator::own`], its pages faulted in at once only when `fill`
+    /// (a block about to be written whole) and not `zeroed`.
+    #[cfg(target_os = "linux")]
+    fn own_filled(&self, layout: Layout, zeroed: bool, fill: bool) -> Option<*mut u8> {
         if !large(layout) || !reusing_large_blocks() {
             return None;
         }
@@ -497,8 +504,9 @@ impl Allocator {
         // A zeroed block may be a sparse table, written where it is used:
         // only an uninitialised one, about to be filled, is faulted in; a
         // large one in halves side by side, once the lock is let go.
-        let in_halves = !zeroed && len >= PREFAULT_PARTS_BYTES && halves::ready();
-        let (p, old) = b.take(len, !zeroed && !in_halves);
+        let fill = fill && !zeroed;
+        let in_halves = fill && len >= PREFAULT_PARTS_BYTES && halves::ready();
+        let (p, old) = b.take(len, fill && !in_halves);
         if !p.is_null() {
             b.live[slot] = (p as usize, len);
         }
@@ -516,6 +524,11 @@ impl Allocator {
 
     #[cfg(not(target_os = "linux"))]
     fn own(&self, _layout: Layout, _zeroed: bool) -> Option<*mut u8> {
+        None
+    }
+
+    #[cfg(not(target_os = "linux"))]
+    fn own_filled(&self, _layout: Layout, _zeroed: bool, _fill: bool) -> Option<*mut u8> {
         None
     }
 
@@ -594,8 +607,24 @@ unsafe impl GlobalAlloc for Allocator {
             let Some(new_layout) = new_layout else {
                 return std::ptr::null_mut();
             };
-            // SAFETY: a valid layout of non-zero size (the caller's contract).
-            let p = unsafe { self.alloc(new_layout) };
+            // Only the copied bytes are written now: a growing vector's
+            // spare part is left to fault as it is written, as a tail grown
+            // with `mremap` is. Faulted in whole, a vector that doubled
+            // past 4 MiB held its unwritten half resident (the service's
+            // 8 MB sphere job: BENCHMARKS.md, "Thirty-first step").
+            // The copied part's pages are faulted in in one call, as a
+            // fresh block's are.
+            let p = match self.own_filled(new_layout, false, new_size <= layout.size()) {
+                Some(p) => {
+                    #[cfg(target_os = "linux")]
+                    if !p.is_null() && new_size > layout.size() {
+                        populate_range(p as usize, layout.size().next_multiple_of(PAGE));
+                    }
+                    p
+                }
+                // SAFETY: a valid layout of non-zero size (the caller's contract).
+                None => unsafe { System.alloc(new_layout) },
+            };
             if !p.is_null() {
                 // SAFETY: both blocks hold at least the smaller size; they
                 // are distinct (the old one is still allocated).
@@ -875,6 +904,17 @@ mod tests {
             let grew = crate::testing::resident().saturating_sub(before);
             assert!(grew < 4 * MIB, "{grew} bytes resident");
             a.dealloc(grown, layout(24 * MIB));
+            release_cached();
+            // So is the spare part of a block grown out of glibc's into
+            // one of this module's: only the copied bytes come in.
+            let small = a.alloc(layout(2 * MIB));
+            fill(small, 2 * MIB, 5);
+            let before = crate::testing::resident();
+            let moved = a.realloc(small, layout(2 * MIB), 16 * MIB);
+            let grew = crate::testing::resident().saturating_sub(before);
+            assert!(a.is_own(moved, layout(16 * MIB)) && grew < 6 * MIB, "{grew} bytes resident");
+            assert!(holds(moved, 2 * MIB, 5), "the contents moved with it");
+            a.dealloc(moved, layout(16 * MIB));
             release_cached();
             // A zeroed one faults as it is written.
             let before = crate::testing::resident();
