@@ -27,7 +27,11 @@
 //! zeroed block is left to fault as it is written (a raster or a table
 //! may be written only where it is used, and its untouched pages cost
 //! nothing), and so is the new tail of a block grown with `mremap` (a
-//! growing vector's spare half may never be written). The peaks of s13
+//! growing vector's spare half may never be written), or grown out of
+//! glibc's into one of this module's (only the copied bytes are faulted
+//! in: faulted in whole, the service's 8 MB sphere job held its vector's
+//! unwritten half, 49.8 against 47.6 MB; BENCHMARKS.md, "Thirty-first
+//! step"). The peaks of s13
 //! and of the scale benchmark's spheres did not move; s13's checks took
 //! 0.045 s less CPU, the 128 MB sphere's 0.135 s (populating the zeroed
 //! blocks too saved as much again, for pages a sparse raster would never
