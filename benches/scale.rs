@@ -190,14 +190,10 @@ fn main() {
         let path = generate_floor(&dir);
         let mut f = Floors::default();
         for _ in 0..runs {
-            let (_, code, peak) = measured(cli_command(&exe, &path));
-            bench_floor = bench_floor.max(floor());
-            assert!(code == 0 || code == 1, "meshcheck exited {code} on the floor's sphere");
-            f.cli = f.cli.max(peak);
-            let (_, _, peak) = polled(spec_command(&exe, &path));
-            f.spec = f.spec.max(peak);
-            let (_, _, peak) = measured(peer_command(&root, &validator, &path));
-            f.peer = f.peer.max(peak);
+            let [cli, spec, peer] = three_paths(&exe, &root, &validator, &path, &mut bench_floor);
+            f.cli = f.cli.max(cli.2);
+            f.spec = f.spec.max(spec.2);
+            f.peer = f.peer.max(peer.2);
         }
         if let Some((_, server, _, idle)) = serve_async(&http, &base, &account.key, served.pid(), &path) {
             f.serve_job = server.saturating_sub(idle);
@@ -218,20 +214,13 @@ fn main() {
         let mut peer_peak = 0;
         for run in 0..runs {
             eprintln!("scale: {mb} MB run {}", run + 1);
-            let (wall, code, peak) = measured(cli_command(&exe, &path));
-            bench_floor = bench_floor.max(floor());
-            assert!(code == 0 || code == 1, "meshcheck exited {code} on {}", path.display());
-            cli.push(wall.as_secs_f64());
-            cli_peak = cli_peak.max(peak);
-            // The default run, SPEC-001 included: meshcheck's own peak.
-            let (wall, code, peak) = polled(spec_command(&exe, &path));
-            assert!(code == 0 || code == 1, "meshcheck exited {code} on {}", path.display());
-            spec.push(wall.as_secs_f64());
-            spec_peak = spec_peak.max(peak);
-            let (wall, code, peak) = measured(peer_command(&root, &validator, &path));
-            assert_eq!(code, 0, "the bare validator failed on {}", path.display());
-            peer.push(wall.as_secs_f64());
-            peer_peak = peer_peak.max(peak);
+            let [c, s, p] = three_paths(&exe, &root, &validator, &path, &mut bench_floor);
+            cli.push(c.0.as_secs_f64());
+            cli_peak = cli_peak.max(c.2);
+            spec.push(s.0.as_secs_f64());
+            spec_peak = spec_peak.max(s.2);
+            peer.push(p.0.as_secs_f64());
+            peer_peak = peer_peak.max(p.2);
         }
         let serve = serve_async(&http, &base, &account.key, served.pid(), &path);
         rows.push(Row {
@@ -252,6 +241,28 @@ fn main() {
     }
     let _ = served.stop(Duration::from_secs(30));
     print(&rows, runs, bench_floor, &floors);
+}
+
+/// One run of `path` through the CLI with every check but SPEC-001, the
+/// CLI's default run (meshcheck's own peak, its Node child apart) and the
+/// bare validator: wall time, exit status and peak of each. `bench_floor`
+/// keeps the most the bench held when it started the first.
+fn three_paths(
+    exe: &Path,
+    root: &Path,
+    validator: &Path,
+    path: &Path,
+    bench_floor: &mut u64,
+) -> [(Duration, i32, u64); 3] {
+    let cli = measured(cli_command(exe, path));
+    *bench_floor = (*bench_floor).max(floor());
+    let spec = polled(spec_command(exe, path));
+    for code in [cli.1, spec.1] {
+        assert!(code == 0 || code == 1, "meshcheck exited {code} on {}", path.display());
+    }
+    let peer = measured(peer_command(root, validator, path));
+    assert_eq!(peer.1, 0, "the bare validator failed on {}", path.display());
+    [cli, spec, peer]
 }
 
 /// The CLI with every check but SPEC-001.

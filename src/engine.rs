@@ -819,7 +819,7 @@ impl Checks<'_> {
 /// it have run, so their working memory is not held beside it. It was 128
 /// MiB (670,000 triangles) until the thirty-first step of issue 22: the
 /// 8 MB sphere of `cargo bench --bench scale` (280,000 triangles) then
-/// peaked at 47 MB, 33.5 in two phases (its checks 4 % slower, 97.5 ->
+/// peaked at 47 MB, 33.7 in two phases (its checks 4 % slower, 97.5 ->
 /// 101.6 ms); the 1 MB sphere (35,000 triangles) at 19.0 MB, 17.6 in two
 /// phases (2 ms slower). A small file (the folder benches' cubes and
 /// quads, a few hundred triangles) stays under it, where building the

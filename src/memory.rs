@@ -611,13 +611,12 @@ unsafe impl GlobalAlloc for Allocator {
             let Some(new_layout) = new_layout else {
                 return std::ptr::null_mut();
             };
-            // Only the copied bytes are written now: a growing vector's
-            // spare part is left to fault as it is written, as a tail grown
-            // with `mremap` is. Faulted in whole, a vector that doubled
-            // past 4 MiB held its unwritten half resident (the service's
-            // 8 MB sphere job: BENCHMARKS.md, "Thirty-first step").
-            // The copied part's pages are faulted in in one call, as a
-            // fresh block's are.
+            // Only the copied bytes are written now: their pages are
+            // faulted in in one call, as a fresh block's are, and a growing
+            // vector's spare part is left to fault as it is written, as a
+            // tail grown with `mremap` is. Faulted in whole, a vector that
+            // doubled past 4 MiB held its unwritten half resident (the
+            // service's 8 MB sphere job: BENCHMARKS.md, "Thirty-first step").
             let p = match self.own_filled(new_layout, false, new_size <= layout.size()) {
                 Some(p) => {
                     #[cfg(target_os = "linux")]
