@@ -1,12 +1,12 @@
 //! UV overlap (UV-002): every triangle of a layout rasterised into the
 //! [0,1) tile with texel-centre sampling and a top-left fill rule, coverage
 //! counted per texel, so only real overlap (stacked or folded triangles,
-//! islands on top of each other) counts ([`uv_overlap`]).
+//! islands on top of each other) counts ([`uv_overlap`]). A texel's count
+//! is kept only as far as the measurement reads it, 0, 1 or 2 and more:
+//! two bits a texel, in two bit planes ([`Levels`]).
 
 use super::layout::UvMesh;
-use super::raster::{
-    ByteRaster, Coverage as CoverageRule, RasterPlan, TriangleCounts, for_each_inside, rasterise, setup, spans,
-};
+use super::raster::{Coverage as CoverageRule, RasterPlan, TriangleCounts, for_each_inside, rasterise, setup, spans};
 use crate::geom::kept::Kept;
 
 /// UV overlap of one layout (UV-002).
@@ -28,12 +28,13 @@ pub struct OverlapStats {
 
 /// Rasterises every triangle of `meshes` into the [0,1) tile of a `width` x
 /// `height` texture (see [`plan_raster`]) with texel-centre sampling and a
-/// top-left fill rule, counting coverage per texel in a saturating byte.
+/// top-left fill rule, counting coverage per texel as 0, 1 or 2 and more.
 /// Triangles sharing an edge never cover a texel twice, so only real overlap
 /// (stacked or folded triangles, islands on top of each other) counts; a
 /// triangle entirely outside the tile is ignored and one crossing its border
-/// is clipped. Memory: one byte per raster texel; time: O(triangles + texel
-/// visits), the visits bounded by [`RASTER_WORK_BUDGET`].
+/// is clipped. Memory: two bits per raster texel, or less when the layout's
+/// spans fit [`MAX_SPANS`]; time: O(triangles + texel visits), the visits
+/// bounded by [`RASTER_WORK_BUDGET`].
 ///
 /// [`plan_raster`]: super::raster::plan_raster
 /// [`RASTER_WORK_BUDGET`]: super::raster::RASTER_WORK_BUDGET
@@ -54,13 +55,12 @@ fn overlap_counted(meshes: &[UvMesh<'_>], width: u32, height: u32, max_spans: us
             }
         },
     );
-    let stride = plan.width as usize;
     let (covered, overlapping, overlapping_meshes) = match coverage.1 {
         Coverage::Spans(list) => {
             swept(&list, &mut Kept::take(&SPAN_BY_ROW, KEEP_SPANS_MAX), plan.height as usize, meshes.len())
         }
-        Coverage::Raster(count) => {
-            let (covered, overlapping) = count_levels(&count);
+        Coverage::Raster(levels) => {
+            let (covered, overlapping) = levels.counts();
             let mut overlapping_meshes = vec![false; meshes.len()];
             if overlapping > 0 {
                 for_each_inside(meshes, plan, f64::INFINITY, |m, _, c| {
@@ -69,7 +69,7 @@ fn overlap_counted(meshes: &[UvMesh<'_>], width: u32, height: u32, max_spans: us
                     }
                     if let Some(s) = setup(c, CoverageRule::Centre, plan.width, plan.height) {
                         let mut hit = false;
-                        spans(&s, |y, x0, x1| hit |= count[y * stride + x0..=y * stride + x1].iter().any(|&v| v >= 2));
+                        spans(&s, |y, x0, x1| hit |= levels.twice_within(y, x0, x1));
                         overlapping_meshes[m] |= hit;
                     }
                 });
@@ -89,17 +89,22 @@ fn overlap_counted(meshes: &[UvMesh<'_>], width: u32, height: u32, max_spans: us
 }
 
 /// Most spans a layout is counted from before it is counted in a raster:
-/// 1 MiB of spans, a 1024 x 1024 raster's bytes.
-const MAX_SPANS: usize = 1 << 16;
+/// 256 KiB of spans, the bytes of a 1024 x 1024 raster's two bit planes.
+/// At the switch the list and the raster are held together for a moment:
+/// with a 1 MiB list and a byte a texel that was 2 MiB, the largest part of
+/// what a 1 MB GLB's run holds above the process's floor (BENCHMARKS.md,
+/// "Thirty-second step").
+const MAX_SPANS: usize = 1 << 14;
 
 /// Most spans a list this thread keeps between layouts (and files) may
-/// hold: 512 KiB, enough for a box's or a low sphere's layout at 1024 px.
-/// A small file's list grew one doubling at a time and its by-row copy was
-/// a fresh allocation, each page faulted in; kept, UV-002 takes about a
-/// fifth less time over a folder of small files (BENCHMARKS.md, "Twelfth
-/// step"). A longer list (a layout on its way to the raster) is freed, so
-/// a large file's run holds no more than before.
-const KEEP_SPANS_MAX: usize = 1 << 15;
+/// hold: half of [`MAX_SPANS`], 128 KiB, enough for a box's or a low
+/// sphere's layout at 1024 px. A small file's list grew one doubling at a
+/// time and its by-row copy was a fresh allocation, each page faulted in;
+/// kept, UV-002 takes about a fifth less time over a folder of small files
+/// (BENCHMARKS.md, "Twelfth step"). A list that grew to the limit (a
+/// layout on its way to the raster) is freed, so a large file's run does
+/// not hold it through the checks after UV-002.
+const KEEP_SPANS_MAX: usize = MAX_SPANS / 2;
 
 thread_local! {
     /// This thread's span list and its by-row copy ([`Kept`] buffers).
@@ -118,14 +123,15 @@ struct Span {
 
 /// How a layout's coverage is counted. A small layout (a box, a card, a
 /// prop's few hundred triangles) keeps its spans and counts them by
-/// sweeping each row: a handful of spans per row instead of a megabyte
-/// raster written and read texel by texel (about 0.15 ms of every small
-/// file). Past [`MAX_SPANS`] the spans are painted into a raster of
-/// saturating byte counts and the rest of the layout goes there. Both give
-/// the same counts: a texel's count is the number of spans holding it.
+/// sweeping each row: a handful of spans per row instead of a raster
+/// written and read texel by texel (about 0.15 ms of every small file, with
+/// a byte a texel). Past [`MAX_SPANS`] the spans are painted into a raster
+/// of levels ([`Levels`]) and the rest of the layout goes there. Both give
+/// the same counts: a texel's level is the number of spans holding it, up
+/// to 2.
 enum Coverage {
     Spans(Kept<Span>),
-    Raster(ByteRaster),
+    Raster(Levels),
 }
 
 impl Coverage {
@@ -148,23 +154,84 @@ impl Coverage {
     /// painted into a raster, which takes this span and every later one.
     #[inline(never)]
     fn add_past(&mut self, plan: &RasterPlan, y: usize, x0: usize, x1: usize) {
-        let stride = plan.width as usize;
         if let Coverage::Spans(list) = self {
-            let mut count = ByteRaster::zeroed(stride * plan.height as usize);
+            let mut levels = Levels::zeroed(plan.width as usize, plan.height as usize);
             for s in list.iter() {
-                paint(&mut count, stride, s.y as usize, s.x0 as usize, s.x1 as usize);
+                levels.paint(s.y as usize, s.x0 as usize, s.x1 as usize);
             }
-            *self = Coverage::Raster(count);
+            *self = Coverage::Raster(levels);
         }
-        if let Coverage::Raster(count) = self {
-            paint(count, stride, y, x0, x1);
+        if let Coverage::Raster(levels) = self {
+            levels.paint(y, x0, x1);
         }
     }
 }
 
-fn paint(count: &mut [u8], stride: usize, y: usize, x0: usize, x1: usize) {
-    for v in &mut count[y * stride + x0..=y * stride + x1] {
-        *v = v.saturating_add(1);
+/// A raster's coverage levels, two bits a texel: each row is a run of
+/// 64-texel words in pairs, the texels covered at least once, then those
+/// covered at least twice. Painting a span sets its texels' bits in the
+/// first word of each pair and, where they were set already, in the
+/// second: a word's 64 texels at once, where a byte a texel (a saturating
+/// count) wrote each, and four times the memory (a 1024 x 1024 raster: 256
+/// KiB, not 1 MiB). The counts are the two planes' bits, counted by
+/// `count_ones`. The words come from a buffer this thread keeps between
+/// layouts (and files), a [`Kept`] buffer, cleared by one `memset` rather
+/// than faulted in again; one past [`Levels::KEEP_MAX`] words is freed.
+struct Levels {
+    words: Kept<u64>,
+    /// Word pairs a row.
+    row: usize,
+}
+
+thread_local! {
+    static KEPT_WORDS: std::cell::Cell<Vec<u64>> = const { std::cell::Cell::new(Vec::new()) };
+}
+
+impl Levels {
+    /// The most words a thread keeps: a 2048 x 2048 raster's (1 MiB).
+    const KEEP_MAX: usize = 2048 * 2048 / 32;
+
+    /// A `width` x `height` raster with every texel at level 0.
+    fn zeroed(width: usize, height: usize) -> Self {
+        let row = width.div_ceil(64);
+        let mut words = Kept::take(&KEPT_WORDS, Self::KEEP_MAX);
+        words.resize(2 * row * height, 0);
+        Levels { words, row }
+    }
+
+    /// The pairs of row `y` that texels `x0..=x1` lie in, each with the
+    /// mask of those texels in it: the pair's index in `words` and the mask.
+    #[inline(always)]
+    fn masks(&self, y: usize, x0: usize, x1: usize) -> impl Iterator<Item = (usize, u64)> + use<> {
+        let (w0, w1) = (x0 / 64, x1 / 64);
+        let base = y * self.row;
+        (w0..=w1).map(move |w| {
+            let lo = if w == w0 { x0 % 64 } else { 0 };
+            let hi = if w == w1 { x1 % 64 } else { 63 };
+            (2 * (base + w), (u64::MAX >> (63 - hi)) & (u64::MAX << lo))
+        })
+    }
+
+    /// Texels `x0..=x1` of row `y` covered once more.
+    #[inline(always)]
+    fn paint(&mut self, y: usize, x0: usize, x1: usize) {
+        for (i, m) in self.masks(y, x0, x1) {
+            let once = self.words[i];
+            self.words[i + 1] |= once & m;
+            self.words[i] = once | m;
+        }
+    }
+
+    /// Whether a texel of `x0..=x1` in row `y` is covered twice or more.
+    fn twice_within(&self, y: usize, x0: usize, x1: usize) -> bool {
+        self.masks(y, x0, x1).any(|(i, m)| self.words[i + 1] & m != 0)
+    }
+
+    /// Texels covered at least once and at least twice.
+    fn counts(&self) -> (u64, u64) {
+        self.words.chunks_exact(2).fold((0, 0), |(once, twice), p| {
+            (once + u64::from(p[0].count_ones()), twice + u64::from(p[1].count_ones()))
+        })
     }
 }
 
@@ -240,33 +307,6 @@ fn swept(list: &[Span], by_row: &mut Vec<Span>, rows: usize, meshes: usize) -> (
     (covered, overlapping, overlapping_meshes)
 }
 
-/// Texels with a count of at least 1 and of at least 2. Counted in byte
-/// lanes, 32 at a time, folded before a lane can wrap (255 blocks), so the
-/// loop compiles to a few byte compares and subtractions per 16 texels
-/// instead of widening every texel to 64 bits; a 1024 px raster takes about
-/// a tenth of the time.
-fn count_levels(count: &[u8]) -> (u64, u64) {
-    const LANES: usize = 32;
-    let (mut covered, mut overlapping) = (0u64, 0u64);
-    for block in count.chunks(LANES * 255) {
-        let (mut one, mut two) = ([0u8; LANES], [0u8; LANES]);
-        let mut chunks = block.chunks_exact(LANES);
-        for c in &mut chunks {
-            for i in 0..LANES {
-                one[i] += (c[i] >= 1) as u8;
-                two[i] += (c[i] >= 2) as u8;
-            }
-        }
-        for &c in chunks.remainder() {
-            covered += (c >= 1) as u64;
-            overlapping += (c >= 2) as u64;
-        }
-        covered += one.iter().map(|&x| x as u64).sum::<u64>();
-        overlapping += two.iter().map(|&x| x as u64).sum::<u64>();
-    }
-    (covered, overlapping)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -276,17 +316,34 @@ mod tests {
     use crate::geom::uv::stretch::triangle_stretch;
 
     #[test]
-    fn level_counts_match_a_texel_by_texel_count() {
+    fn levels_match_a_texel_by_texel_count() {
+        // Random spans on rasters whose rows end inside a word, on one and
+        // across several, against a saturating count a texel.
         let mut rng = crate::geom::testrng::XorShift::new(0x1234_5678_9abc_def1u64);
-        for len in [0usize, 1, 31, 32, 33, 8159, 8160, 8161, 100_000] {
-            // Mostly 0, 1 and 2, some up to 255.
-            let bytes: Vec<u8> =
-                (0..len).map(|_| [0u8, 1, 2, 0, 1, 255, 3, 0][(rng.next_u64() >> 20) as usize % 8]).collect();
-            let slow =
-                (bytes.iter().filter(|&&c| c >= 1).count() as u64, bytes.iter().filter(|&&c| c >= 2).count() as u64);
-            assert_eq!(count_levels(&bytes), slow, "{len}");
+        for (width, height) in [(1usize, 1usize), (63, 3), (64, 2), (65, 4), (200, 5), (1024, 2)] {
+            let mut levels = Levels::zeroed(width, height);
+            let mut count = vec![0u8; width * height];
+            for _ in 0..40 {
+                let y = (rng.next_u64() % height as u64) as usize;
+                let a = (rng.next_u64() % width as u64) as usize;
+                let b = (rng.next_u64() % width as u64) as usize;
+                let (x0, x1) = (a.min(b), a.max(b));
+                levels.paint(y, x0, x1);
+                count[y * width + x0..=y * width + x1].iter_mut().for_each(|c| *c = c.saturating_add(1));
+                let slow = (count.iter().filter(|&&c| c >= 1).count(), count.iter().filter(|&&c| c >= 2).count());
+                assert_eq!(levels.counts(), (slow.0 as u64, slow.1 as u64), "{width} x {height}");
+                for (y, x0, x1) in [(y, x0, x1), (0, 0, width - 1), (height - 1, width / 2, width - 1)] {
+                    let twice = count[y * width + x0..=y * width + x1].iter().any(|&c| c >= 2);
+                    assert_eq!(levels.twice_within(y, x0, x1), twice, "{width} x {height}: {y} {x0}..={x1}");
+                }
+            }
         }
-        assert_eq!(count_levels(&[255u8; 100_000]), (100_000, 100_000));
+        // A kept buffer comes back at level 0 everywhere.
+        drop(Levels::zeroed(64, 1));
+        let mut dirty = Levels::zeroed(128, 2);
+        dirty.paint(1, 0, 127);
+        drop(dirty);
+        assert_eq!(Levels::zeroed(128, 2).counts(), (0, 0));
     }
 
     #[test]

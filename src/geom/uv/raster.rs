@@ -14,7 +14,6 @@
 //! halved resolution (the [`RasterPlan::scale`] says by how much).
 
 use super::layout::UvMesh;
-use crate::geom::kept::Kept;
 use std::cmp::Ordering;
 
 /// Largest raster side in texels; larger textures are measured at this size.
@@ -460,44 +459,6 @@ pub fn plan_raster(meshes: &[UvMesh<'_>], width: u32, height: u32) -> RasterPlan
     }
 }
 
-/// A zeroed byte raster taken from a buffer this thread keeps between
-/// layouts (and files), a [`Kept`] buffer. A fresh raster of a megabyte is
-/// 256 new pages, each faulted in by the kernel, read-then-written counts
-/// faulting twice (the shared zero page, then its copy, with a TLB flush on
-/// every core the process runs on); a kept one is cleared with one
-/// `memset`. Buffers of more than [`ByteRaster::KEEP_MAX`] bytes are freed,
-/// not kept.
-pub(super) struct ByteRaster(Kept<u8>);
-
-thread_local! {
-    static KEPT_BYTES: std::cell::Cell<Vec<u8>> = const { std::cell::Cell::new(Vec::new()) };
-}
-
-impl ByteRaster {
-    /// The largest buffer a thread keeps (a 2048 x 2048 raster).
-    pub const KEEP_MAX: usize = 4 << 20;
-
-    /// `len` zero bytes.
-    pub fn zeroed(len: usize) -> Self {
-        let mut v = Kept::take(&KEPT_BYTES, Self::KEEP_MAX);
-        v.resize(len, 0);
-        ByteRaster(v)
-    }
-}
-
-impl std::ops::Deref for ByteRaster {
-    type Target = [u8];
-    fn deref(&self) -> &[u8] {
-        &self.0
-    }
-}
-
-impl std::ops::DerefMut for ByteRaster {
-    fn deref_mut(&mut self) -> &mut [u8] {
-        &mut self.0
-    }
-}
-
 /// Rasterises a layout in one pass when the work fits the budget at the
 /// capped resolution (the usual case), else at the resolution
 /// [`plan_raster`] picks: `start` makes the state for a raster, `tri` adds
@@ -525,23 +486,6 @@ pub(super) fn rasterise<S>(
 mod tests {
     use super::*;
     use crate::geom::uv::layout::fixtures::{SQUARE, mesh};
-
-    #[test]
-    fn a_kept_byte_raster_comes_back_zeroed() {
-        let mut a = ByteRaster::zeroed(1000);
-        a.iter_mut().for_each(|v| *v = 7);
-        drop(a);
-        // The same thread gets the dirty buffer back, cleared, at any size.
-        for len in [10, 1000, 5000] {
-            let mut b = ByteRaster::zeroed(len);
-            assert_eq!(b.len(), len);
-            assert!(b.iter().all(|&v| v == 0), "{len}");
-            b.iter_mut().for_each(|v| *v = 9);
-        }
-        // One over the limit is not kept: the next is a fresh buffer.
-        drop(ByteRaster::zeroed(ByteRaster::KEEP_MAX + 1));
-        assert!(ByteRaster::zeroed(3).iter().all(|&v| v == 0));
-    }
 
     #[test]
     fn scan_and_stepped_spans_agree_with_every_texel_tested() {
