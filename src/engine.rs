@@ -553,6 +553,13 @@ pub fn steady_large_blocks() {
     if !crate::memory::reuse_large_blocks() {
         return;
     }
+    set_mmap_threshold(STEADY_MMAP_THRESHOLD);
+}
+
+/// Fixes glibc's mmap threshold at `bytes` for the rest of the process,
+/// unless the user set it (`MALLOC_MMAP_THRESHOLD_`, or `mmap_threshold` in
+/// `GLIBC_TUNABLES`). Only on Linux with glibc.
+fn set_mmap_threshold(bytes: usize) {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     {
         let chosen = std::env::var_os("MALLOC_MMAP_THRESHOLD_").is_some()
@@ -561,9 +568,38 @@ pub fn steady_large_blocks() {
             // SAFETY: mallopt only sets an allocator parameter (under the
             // allocator's own lock).
             unsafe {
-                libc::mallopt(libc::M_MMAP_THRESHOLD, STEADY_MMAP_THRESHOLD as libc::c_int);
+                libc::mallopt(libc::M_MMAP_THRESHOLD, bytes as libc::c_int);
             }
         }
+    }
+    #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+    let _ = bytes;
+}
+
+/// The largest input [`lean_heap_for_one_input`] applies to.
+pub const LEAN_ONE_INPUT_BELOW: u64 = 4 << 20;
+
+/// glibc's starting mmap threshold, which [`lean_heap_for_one_input`] keeps.
+pub const LEAN_MMAP_THRESHOLD: usize = 128 << 10;
+
+/// For a run whose only input (the CLI on one file) is smaller than
+/// [`LEAN_ONE_INPUT_BELOW`]: glibc's mmap threshold stays at its starting
+/// value, 128 KiB, for the rest of the process, rather than rising to the
+/// size of each mapped block freed (the load's temporary arrays). Every
+/// array of 128 KiB or more is then a mapping of its own, handed back when
+/// freed, not a block of a heap whose freed middle stays resident under
+/// the checks that follow. On the 1 MB sphere of `cargo bench --bench
+/// scale` the CLI's peak fell by about 0.5 MiB and its longest runs' by
+/// more, in the same time (BENCHMARKS.md, "Thirty-second step"). Not
+/// above it: the 8 MB sphere's peak fell by 2 MB for 18 % more time (the
+/// kernel zeroing every fresh array), and it is within three times its
+/// size without. Not for several inputs: over the shared assets folder the
+/// same threshold doubled the system time (0.16 -> 0.29 s), and a folder
+/// keeps glibc's rising threshold. A user who set the threshold keeps it;
+/// an input over [`HELD_MAX_BYTES`] gets [`steady_large_blocks`]' instead.
+pub fn lean_heap_for_one_input(bytes: u64) {
+    if bytes < LEAN_ONE_INPUT_BELOW {
+        set_mmap_threshold(LEAN_MMAP_THRESHOLD);
     }
 }
 
@@ -1322,6 +1358,44 @@ mod tests {
         // SAFETY: the pointer is a live block from malloc.
         let usable = unsafe { libc::malloc_usable_size(block.as_ptr() as *mut libc::c_void) };
         assert_eq!(usable % 4096, 4096 - 16, "usable size {usable}");
+    }
+
+    /// Whether a block of 256 KiB asked for after a 2 MiB one was freed is
+    /// a mapping of its own (its usable size 16 bytes short of whole pages),
+    /// not a block of the heap: glibc's rising threshold, left alone, goes
+    /// up to 2 MiB when that block is freed.
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    fn mapped_after_a_larger_block_is_freed() -> bool {
+        drop(std::hint::black_box(vec![1u8; 2 << 20]));
+        let block: Vec<u8> = Vec::with_capacity((256 << 10) + 1);
+        // SAFETY: the pointer is a live block from malloc.
+        let usable = unsafe { libc::malloc_usable_size(block.as_ptr() as *mut libc::c_void) };
+        usable % 4096 == 4096 - 16
+    }
+
+    /// [`super::lean_heap_for_one_input`] for an input smaller than
+    /// [`super::LEAN_ONE_INPUT_BELOW`]: the threshold stays at 128 KiB. In
+    /// a process of its own, as the next test: the threshold is the
+    /// process's, and a block freed into the heap would serve the next.
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    #[test]
+    fn one_small_input_keeps_its_arrays_in_mappings_of_their_own() {
+        if !crate::testing::alone("engine::tests::one_small_input_keeps_its_arrays_in_mappings_of_their_own") {
+            return;
+        }
+        super::lean_heap_for_one_input(super::LEAN_ONE_INPUT_BELOW - 1);
+        assert!(mapped_after_a_larger_block_is_freed(), "the threshold rose");
+    }
+
+    /// ... and for one of [`super::LEAN_ONE_INPUT_BELOW`] it still rises.
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    #[test]
+    fn a_larger_input_leaves_the_threshold_to_rise() {
+        if !crate::testing::alone("engine::tests::a_larger_input_leaves_the_threshold_to_rise") {
+            return;
+        }
+        super::lean_heap_for_one_input(super::LEAN_ONE_INPUT_BELOW);
+        assert!(!mapped_after_a_larger_block_is_freed(), "the threshold did not rise");
     }
 
     /// After [`super::hand_back_after_every_input`], a small input's run

@@ -12,9 +12,14 @@
 //! pages count in the process's resident size as the copy did, so the peak
 //! is unchanged.
 //!
-//! **When.** Only regular files of at least [`MAP_AT_LEAST`] bytes: below
-//! it a read costs about as much as a mapping. Every other input (a pipe,
-//! standard input, a small file, every platform but Linux) is read whole.
+//! **When.** Only regular files of at least [`MAP_AT_LEAST`] bytes (256
+//! KiB): below it a read costs about as much as a mapping, and a small
+//! file's bytes are few. From it up a mapping also costs the peak less: a
+//! file held for SPEC-001 lets its pages go once loaded
+//! ([`Bytes::release_resident`]), where a block read whole stays resident
+//! beside the checks (the 1 MB sphere's default run: BENCHMARKS.md,
+//! "Thirty-second step"). Every other input (a pipe, standard input, a
+//! small file, every platform but Linux) is read whole.
 //!
 //! **What it risks.** A mapped file that another process truncates while
 //! it is read ends the process with SIGBUS, where a read would have seen a
@@ -26,7 +31,7 @@
 use std::ops::Deref;
 
 /// Regular files at least this large are mapped rather than read (Linux).
-pub const MAP_AT_LEAST: u64 = 4 << 20;
+pub const MAP_AT_LEAST: u64 = 256 << 10;
 
 /// An input's bytes, owned or mapped; either way a `[u8]`.
 pub enum Bytes {

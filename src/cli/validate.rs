@@ -516,6 +516,10 @@ pub fn run(args: ValidateArgs) -> Result<i32> {
         bar
     });
     let single = jobs.len() == 1 && !folder;
+    // One small file: its peak is the run's (engine::lean_heap_for_one_input).
+    if single && let Some(size) = jobs[0].path.as_deref().and_then(|p| std::fs::metadata(p).ok()).map(|m| m.len()) {
+        crate::engine::lean_heap_for_one_input(size);
+    }
     // Whether a job's validation was begun (ahead of it, or by the job itself).
     let begun: Vec<AtomicBool> = jobs.iter().map(|_| AtomicBool::new(false)).collect();
     let outcomes = pool.install(|| {
