@@ -247,6 +247,30 @@ fn perf005_stacked_quads_drawn_back_to_front_shade_twice() {
     assert_eq!(measured_f64(check(&r, "PERF-005"), "overdraw"), 1.0);
 }
 
+#[test]
+fn perf005_leaves_out_triangles_with_a_non_finite_corner() {
+    // The stacked quads drawn back to front, then a ninth vertex that is
+    // not finite. Three routes to the same overdraw: every position finite
+    // (the triangles read where they lie), the vertex unused (copied,
+    // nothing left out), and a triangle using it (copied without it). The
+    // vertex must not move the views' transform either.
+    let q = |y: f32| vec![[0.0, y, 0.0], [0.0, y, 1.0], [1.0, y, 1.0], [1.0, y, 0.0]];
+    let finite: Vec<[f32; 3]> = q(0.0).into_iter().chain(q(1.0)).collect();
+    let mut with_nan = finite.clone();
+    with_nan.push([f32::NAN, 0.5, 0.5]);
+    let quads = vec![[0, 1, 2], [0, 2, 3], [4, 5, 6], [4, 6, 7]];
+    let mut with_bad = quads.clone();
+    with_bad.insert(2, [8, 0, 1]);
+    let overdraw = |positions: &[[f32; 3]], tris: &[[u32; 3]]| {
+        let r = run(&Doc::single(soup(positions.to_vec(), tris)), &["PERF-005"]);
+        measured_f64(check(&r, "PERF-005"), "overdraw")
+    };
+    let clean = overdraw(&finite, &quads);
+    assert!(clean > 1.5, "back to front: {clean}");
+    assert_eq!(overdraw(&with_nan, &with_bad), clean);
+    assert_eq!(overdraw(&with_nan, &quads), clean);
+}
+
 // ---------------------------------------------------------------------------
 // PERF-006
 // ---------------------------------------------------------------------------
