@@ -659,9 +659,9 @@ impl Checks<'_> {
         let (spec, render) = (self.spec, self.render);
         let prepare = || catalog::prepare(&Ctx { asset, profile: &self.opts.profile, spec, render }, &selected);
         // Built already (the freeing build of a large mesh, timed there):
-        // what is left is a look-up, not a step of its own.
+        // what is left is the passes some checks share over it.
         if asset.scene.world.get().is_some() {
-            return prepare();
+            return timed(|| "shared passes over the world mesh".into(), prepare);
         }
         timed(|| "shared data (welded world mesh)".into(), prepare)
     }
@@ -819,17 +819,19 @@ impl Checks<'_> {
         self.chained_leaving(asset, |d| !catalog::reads_world(d) && !Self::in_first_head(d), false)
     }
 
-    /// The world mesh, then its checks, TOP-001 and TOP-003 chained. Last
-    /// in the catalog first: TOP-003's qualities run while the others still
-    /// share the cores, and TOP-001, whose last passes (the greedy pairing)
-    /// are sequential, ends the chain with its parallel candidates able to
-    /// use a core the others have left (TOP-003 last left that core idle
-    /// for its run). The light checks beside the chain start last first
-    /// too: TOP-004 (the costliest) right after GEO-008, and the short GEO
-    /// checks and TOP-002 at the end, where both cores take them once
-    /// TOP-001 is done (in catalog order TOP-004 ran last, alone).
+    /// The world mesh, then its shared passes (TOP-001's and TOP-004's edge
+    /// walk beside GEO-008's fan walks, both cores each), then its checks,
+    /// TOP-001 and TOP-003 chained. Last in the catalog first: TOP-001's
+    /// pairing, sequential, runs on one core while the light checks beside
+    /// the chain, last first too, take the other (the short GEO checks and
+    /// TOP-002 at the end, where both cores take them once TOP-001 is done).
     fn second_phase(&self, asset: &Asset) -> Indexed {
         self.prepare(asset);
+        // What the shared passes freed (GEO-008's fan tables, 8 bytes a
+        // vertex, from glibc's heaps) is handed back before TOP-001's
+        // pairing maps its pointers: held, s13's peak spread over 91-97
+        // MiB (BENCHMARKS.md, "Thirty-third step").
+        release_free_memory();
         self.chained(asset, catalog::reads_world, true)
     }
 

@@ -118,6 +118,10 @@ pub struct WorldMesh {
     /// while the mesh was built ([`Scene::build_world_mesh_freeing`]); set
     /// there or never, so a plain field.
     pub regularity: Option<Option<(f64, f64, usize)>>,
+    /// What TOP-001 and TOP-004 read of the manifold edges, when the
+    /// engine walked them once for both (`checks::top::prepare_pairs`),
+    /// each part taken by its check.
+    pub pairs: crate::geom::mesh::pairs::Kept,
 }
 
 impl WorldMesh {
@@ -345,6 +349,7 @@ impl Scene {
             topology,
             degenerate: OnceLock::from(degenerate),
             regularity: summary,
+            pairs: Default::default(),
         };
         let _ = self.world.set(Ok(mesh));
     }
@@ -376,7 +381,15 @@ impl Scene {
             welded_triangles(&self.instances, &first_point, welded, total_tris, |p| &self.primitives[p].triangles)
         });
         let mirrored = self.instances.iter().map(Instance::mirrored).collect();
-        WorldMesh { tolerance, first_triangle, mirrored, topology, degenerate: OnceLock::new(), regularity: None }
+        WorldMesh {
+            tolerance,
+            first_triangle,
+            mirrored,
+            topology,
+            degenerate: OnceLock::new(),
+            regularity: None,
+            pairs: Default::default(),
+        }
     }
 
     /// Triangles drawn, counted per instance.

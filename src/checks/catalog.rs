@@ -38,11 +38,34 @@ pub static CATALOG: LazyLock<Vec<&'static CheckDef>> = LazyLock::new(|| {
 /// when a selected GEO or TOP check reads them. (A check that found them
 /// half-built on a thread-pool thread could wait on itself.) A mesh over
 /// the file's geometry budget is not built; its checks then skip, as before.
+///
+/// Then, side by side, the mesh's two longest passes: when both TOP-001
+/// and TOP-004 are selected, what each reads of the manifold edges, from
+/// one walk ([`top::prepare_pairs`]), and GEO-008's non-manifold vertices
+/// (the mesh keeps both for the checks). The fan walks' tables (8 bytes a
+/// vertex) are then held while TOP-001's candidates are found, not beside
+/// its pairing, which holds them and 4 bytes a triangle more: as GEO-008
+/// ran when it started beside TOP-001 (s13's peak, BENCHMARKS.md,
+/// "Thirty-third step").
 pub fn prepare(cx: &Ctx<'_>, selected: &dyn Fn(&CheckDef) -> bool) {
     if CATALOG.iter().any(|def| reads_world(def) && selected(def))
         && let Ok(w) = geo::world(cx)
     {
         geo::degenerate_flags(w, &cx.asset.scene, cx.profile.get(&WELD_TOLERANCE));
+        let pairs = selected(&top::QUAD_RECONSTRUCTIBILITY) && selected(&top::HARD_EDGES);
+        let fans = selected(&geo::NON_MANIFOLD);
+        rayon::join(
+            || {
+                if pairs {
+                    top::prepare_pairs(cx, w);
+                }
+            },
+            || {
+                if fans {
+                    w.topology.non_manifold_vertices();
+                }
+            },
+        );
     }
 }
 
@@ -90,7 +113,10 @@ pub fn memory_hungry(def: &CheckDef) -> bool {
 /// pool met TOP-001's pairing (its candidates and pointers all held, the
 /// phase's peak) in most runs; first, the 32 MB sphere's second phase
 /// peaked at 67-68 MiB in eight runs, not 68-71 (BENCHMARKS.md,
-/// "Nineteenth step").
+/// "Nineteenth step"). Where [`prepare`] runs, it now finds GEO-008's
+/// vertices (the tables' pass) beside TOP-001's candidates, and the check
+/// itself reads them: it still starts first, where the pool would
+/// otherwise leave it to the end.
 pub fn runs_first(def: &CheckDef) -> bool {
     def.id == perf::VERTEX_FETCH.id || def.id == geo::NON_MANIFOLD.id
 }

@@ -483,15 +483,22 @@ pub fn non_manifold(cx: &Ctx<'_>) -> CheckOutput {
         Err(why) => return CheckOutput::Skipped(why),
     };
     let t = &w.topology;
-    let edges: Vec<crate::geom::mesh::edges::Edge> = t.edges.iter().filter(|e| e.count > 2).collect();
+    // The edges of three or more faces, found on the thread pool, in order.
+    let edges: Vec<usize> =
+        (0..t.edges.len()).into_par_iter().with_min_len(1 << 14).filter(|&i| t.edges.span(i).len() > 2).collect();
     let vertices = t.non_manifold_vertices();
-    // The primitives that drew the triangles on a non-manifold edge or at a non-manifold vertex.
-    let mut at_vertex = vec![false; t.vertices.len()];
-    vertices.iter().for_each(|&v| at_vertex[v as usize] = true);
-    let tris =
-        edges.iter().flat_map(|&e| t.faces(e).iter().map(|f| f.tri())).chain((0..t.triangles.len() as u32).filter(
-            |&ti| !t.collapsed(ti as usize) && t.triangles[ti as usize].iter().any(|&v| at_vertex[v as usize]),
-        ));
+    // The primitives that drew the triangles on a non-manifold edge or at
+    // a non-manifold vertex (every triangle read only when there is one).
+    let at_vertex = (!vertices.is_empty()).then(|| {
+        let mut at = Bits::new(t.vertices.len());
+        vertices.iter().for_each(|&v| at.set(v as usize));
+        at
+    });
+    let at_one = at_vertex.iter().flat_map(|at| {
+        (0..t.triangles.len() as u32)
+            .filter(|&ti| !t.collapsed(ti as usize) && t.triangles[ti as usize].iter().any(|&v| at.get(v as usize)))
+    });
+    let tris = edges.iter().flat_map(|&e| t.faces_of(e).iter().map(|f| f.tri())).chain(at_one);
     let locations = primitive_pointers(cx, w, tris);
     let (ne, nv) = (edges.len() as u64, vertices.len() as u64);
     let (max_e, max_v) = (cx.profile.get(&MAX_NON_MANIFOLD_EDGES), cx.profile.get(&MAX_NON_MANIFOLD_VERTICES));

@@ -4,9 +4,10 @@
 use super::geo::{degenerate_flags, primitive_pointers, world};
 use super::{CheckDef, Family, LOC, LOC_TOTAL, Needs, WELD_TOLERANCE};
 use super::{CheckOutput, Comparison, Ctx, Obj, measured, short};
-use crate::geom::mesh::Topology;
+use crate::asset::scene::WorldMesh;
+use crate::geom::mesh::pairs::{self, HardEdges, QuadTest, RUN, key};
+use crate::geom::mesh::shape;
 use crate::geom::mesh::vector::quality_summary;
-use crate::geom::mesh::{cross, dot, len, shape, sub};
 use crate::profile::Param;
 use crate::report::Severity;
 use rayon::prelude::*;
@@ -23,27 +24,30 @@ pub static FAMILY: Family = Family {
     checks: &[QUAD_RECONSTRUCTIBILITY, VALENCE_REGULARITY, TRIANGLE_REGULARITY, HARD_EDGES],
 };
 
-/// Cosine of the angle between two vectors (1 when either is zero).
-fn cosine(a: [f64; 3], b: [f64; 3]) -> f64 {
-    let (la, lb) = (len(a), len(b));
-    if la == 0.0 || lb == 0.0 {
-        return 1.0;
-    }
-    (dot(a, b) / (la * lb)).clamp(-1.0, 1.0)
-}
-
-/// Which side of the line from `x` to `y` `q` lies on, seen along `n`
-/// (inlined: as a closure it was a call whose arguments, just stored,
-/// were loaded back whole, and TOP-001 took 7 % longer).
-#[inline(always)]
-fn side(x: [f64; 3], y: [f64; 3], q: [f64; 3], n: [f64; 3]) -> f64 {
-    dot(cross(sub(y, x), sub(q, x)), n)
-}
-
 /// Largest angle between the faces of a pair that still counts as planar (Blender's tris-to-quads default).
 pub const QUAD_MAX_FACE_ANGLE_DEG: f64 = 40.0;
 /// Corner angles of a reconstructed quad must lie within 90 +/- this.
 pub const QUAD_CORNER_TOLERANCE_DEG: f64 = 40.0;
+
+/// TOP-001's limits as cosines, so no trigonometry per edge.
+fn quad_test() -> QuadTest {
+    QuadTest {
+        planar: QUAD_MAX_FACE_ANGLE_DEG.to_radians().cos(),
+        corner: (90.0 - QUAD_CORNER_TOLERANCE_DEG).to_radians().cos(),
+    }
+}
+
+/// The engine's shared pass for TOP-001 and TOP-004 (`catalog::prepare`),
+/// when both are selected: their manifold edges walked once
+/// ([`pairs::walk`]) and what each reads kept on the mesh for it, before
+/// the checks run side by side. Walked apart, on s13 TOP-004 took 44 ms of
+/// one core beside TOP-001 on the other (BENCHMARKS.md, "Thirty-third
+/// step").
+pub fn prepare_pairs(cx: &Ctx<'_>, w: &WorldMesh) {
+    let degenerate = degenerate_flags(w, &cx.asset.scene, cx.profile.get(&WELD_TOLERANCE));
+    let hard_cos = cx.profile.get(&HARD_ANGLE_DEG).to_radians().cos();
+    w.pairs.put(pairs::walk(&w.topology, Some((degenerate, quad_test())), Some(hard_cos)));
+}
 
 /// TOP-001: its definition.
 pub const QUAD_RECONSTRUCTIBILITY: CheckDef = CheckDef {
@@ -76,79 +80,15 @@ pub fn quad_reconstructibility(cx: &Ctx<'_>) -> CheckOutput {
         Err(why) => return CheckOutput::Skipped(why),
     };
     let t = &w.topology;
-    let degenerate = degenerate_flags(w, &cx.asset.scene, cx.profile.get(&WELD_TOLERANCE));
-    let p = |i: u32| t.vertices.get(i);
-    // Limits as cosines, so no trigonometry per edge.
-    let planar = QUAD_MAX_FACE_ANGLE_DEG.to_radians().cos();
-    let corner = (90.0 - QUAD_CORNER_TOLERANCE_DEG).to_radians().cos();
-    // Candidate pairs over manifold, consistently wound edges: (score, edge
-    // index); the score is the sum of |cos| of the four corners (0 = square).
-    // Edges are taken in runs of 2^16, so a candidate is packed in 10 bytes,
-    // [the score's bits, high first, in four parts, the edge's offset in its
-    // run], which orders as (score, edge) does within a run.
-    //
-    // Every test is a pure predicate of the pair, so their order does not
-    // change which pairs are candidates; the cheapest and most selective
-    // come first. The corner test runs before the face normals: across most
-    // edges of a quad-dominant mesh (a quad's sides, not its diagonal) the
-    // two triangles make a rhombus whose first corners are out of range,
-    // and such an edge costs no normal.
-    let candidate = |ei: usize, e: crate::geom::mesh::edges::Edge| -> Option<[u16; 5]> {
-        if e.count != 2 {
-            return None;
+    // Found with TOP-004's sums when both run (kept on the mesh by the
+    // engine's shared pass, [`prepare_pairs`]), or by a walk of its own.
+    let runs = match w.pairs.take_candidates() {
+        Some(runs) => runs,
+        None => {
+            let degenerate = degenerate_flags(w, &cx.asset.scene, cx.profile.get(&WELD_TOLERANCE));
+            pairs::walk(t, Some((degenerate, quad_test())), None).candidates.expect("asked for")
         }
-        let f = t.faces(e);
-        let (t0, t1) = (f[0].tri(), f[1].tri());
-        if f[0].forward() == f[1].forward() || degenerate.get(t0 as usize) || degenerate.get(t1 as usize) {
-            return None;
-        }
-        let (tri0, tri1) = (t.triangles[t0 as usize], t.triangles[t1 as usize]);
-        let opposite = |tri: [u32; 3]| Topology::opposite(tri, e);
-        // The quad c, a, d, b.
-        let (a, b, c, d) = (p(e.a), p(e.b), p(opposite(tri0)), p(opposite(tri1)));
-        let corners = [(c, a, d), (a, d, b), (d, b, c), (b, c, a)];
-        let mut score = 0.0;
-        for (prev, at, next) in corners {
-            let cos = cosine(sub(prev, at), sub(next, at)).abs();
-            // A corner out of range rejects the pair: the rest are not needed.
-            if cos.is_nan() || cos > corner {
-                return None;
-            }
-            score += cos;
-        }
-        // Each face's normal from the corners already read.
-        let (n1, n2) = (Topology::face_normal(tri0, e, (a, b), c), Topology::face_normal(tri1, e, (a, b), d));
-        if dot(n1, n2) < planar {
-            return None;
-        }
-        // Convex when each diagonal separates the other's ends.
-        let n = [n1[0] + n2[0], n1[1] + n2[1], n1[2] + n2[2]];
-        if side(a, b, c, n) * side(a, b, d, n) >= 0.0 || side(c, d, a, n) * side(c, d, b, n) >= 0.0 {
-            return None;
-        }
-        Some(pack(score, ei))
     };
-    // Edges in runs on the thread pool, each run's candidates in edge
-    // order; the pairing then takes them best quad first, ties by edge
-    // order, sorting only what its first round leaves (`take_greedy`).
-    let runs: Vec<Vec<[u16; 5]>> = (0..t.edges.len().div_ceil(RUN))
-        .into_par_iter()
-        .map(|r| {
-            // In slices walked in order ([`Edges::range`] reads each
-            // edge's smaller vertex along), on the thread pool.
-            const SLICE: usize = 4096;
-            let end = ((r + 1) * RUN).min(t.edges.len());
-            (r * RUN..end)
-                .step_by(SLICE)
-                .collect::<Vec<usize>>()
-                .into_par_iter()
-                .flat_map_iter(|s| {
-                    let slice = s..(s + SLICE).min(end);
-                    slice.clone().zip(t.edges.range(slice)).filter_map(|(ei, e)| candidate(ei, e))
-                })
-                .collect()
-        })
-        .collect();
     let (quads, _) = take_greedy(&runs, t.triangles.len(), |ei| {
         let f = t.faces_of(ei);
         [f[0].tri(), f[1].tri()]
@@ -163,27 +103,6 @@ pub fn quad_reconstructibility(cx: &Ctx<'_>) -> CheckOutput {
         Comparison::Within,
         format!("{}% of triangles pair into {quads} planar, convex, near-square quads", short(pct)),
     )
-}
-
-/// TOP-001's candidates name their edge by its offset in runs of this many
-/// edges, in 16 bits.
-const RUN: usize = 1 << 16;
-
-/// A TOP-001 candidate in 10 bytes: the score's bits, low first, in four
-/// parts, then the edge's offset in its run of [`RUN`] edges. A score is a
-/// sum of absolute values (finite: a NaN corner fails the corner test), so
-/// its bits order as the number does.
-fn pack(score: f64, edge: usize) -> [u16; 5] {
-    let bits = f64::to_bits(score);
-    [bits as u16, (bits >> 16) as u16, (bits >> 32) as u16, (bits >> 48) as u16, (edge % RUN) as u16]
-}
-
-/// A packed candidate as (score bits, edge offset): two integers, not
-/// five. The parts lie in the order of a little-endian u64, so the
-/// compiler reads the score's bits in one load.
-fn key(c: &[u16; 5]) -> (u64, u16) {
-    let bits = u64::from(c[0]) | (u64::from(c[1]) << 16) | (u64::from(c[2]) << 32) | (u64::from(c[3]) << 48);
-    (bits, c[4])
 }
 
 /// [`take_greedy`]'s mark of a triangle with no candidate.
@@ -460,7 +379,11 @@ pub fn hard_edges(cx: &Ctx<'_>) -> CheckOutput {
     let t = &w.topology;
     let hard_angle = cx.profile.get(&HARD_ANGLE_DEG);
     let hard_cos = hard_angle.to_radians().cos();
-    let HardEdges { total_len, hard_len, hard, hard_faces } = hard_edge_sums(t, hard_cos);
+    // Found with TOP-001's candidates when both run ([`prepare_pairs`]),
+    // or by a walk of its own.
+    let sums = w.pairs.take_hard();
+    let HardEdges { total_len, hard_len, hard, hard_faces } =
+        sums.unwrap_or_else(|| pairs::walk(t, None, Some(hard_cos)).hard.expect("asked for"));
     if total_len <= 0.0 {
         return CheckOutput::Skipped("the welded mesh has no interior edges".into());
     }
@@ -482,94 +405,15 @@ pub fn hard_edges(cx: &Ctx<'_>) -> CheckOutput {
     )
 }
 
-/// TOP-004's sums over a welded mesh's manifold interior edges.
-#[derive(Debug)]
-struct HardEdges {
-    /// Their total length.
-    total_len: f64,
-    /// The length of the hard ones.
-    hard_len: f64,
-    /// How many are hard.
-    hard: u64,
-    /// Each hard edge's first face, in edge order.
-    hard_faces: Vec<u32>,
-}
-
-/// [`HardEdges`] of `t`, an edge being hard when its faces' normals meet
-/// at a cosine of at most `hard_cos`.
-///
-/// Each edge is measured on the thread pool, a window of edges at a time
-/// in slices, and the lengths are then added on this thread in edge order,
-/// so the sums are the sequential loop's to the last bit (the check ran
-/// alone on one core at the end of a large mesh's run: 47 ms on the
-/// 1.3M-triangle sphere, 31 ms now).
-fn hard_edge_sums(t: &crate::geom::mesh::edges::Topology, hard_cos: f64) -> HardEdges {
-    let measure = |e: crate::geom::mesh::edges::Edge| -> (f64, Option<u32>) {
-        let f = t.faces(e);
-        let (tri0, tri1) = (t.triangles[f[0].tri() as usize], t.triangles[f[1].tri() as usize]);
-        // The faces' normals from the edge's ends and their third corners:
-        // four corners read, not six and the ends again.
-        let p = |i: u32| t.vertices.get(i);
-        let ends = (p(e.a), p(e.b));
-        let n1 = Topology::face_normal(tri0, e, ends, p(Topology::opposite(tri0, e)));
-        let mut n2 = Topology::face_normal(tri1, e, ends, p(Topology::opposite(tri1, e)));
-        if f[0].forward() == f[1].forward() {
-            // Inconsistent winding: compare the faces as if wound alike.
-            n2 = [-n2[0], -n2[1], -n2[2]];
-        }
-        let l = len(sub(ends.0, ends.1));
-        // Unit normals: the angle is at least hard_angle when the cosine is at most its cosine.
-        let is_hard = n1 != [0.0; 3] && n2 != [0.0; 3] && dot(n1, n2) <= hard_cos + 1e-12;
-        (l, is_hard.then(|| f[0].tri()))
-    };
-    const WINDOW: usize = 1 << 16;
-    const SLICE: usize = 4096;
-    // A slice's lengths, and the length and first face of its hard edges.
-    type Measured = (Vec<f64>, Vec<(f64, u32)>);
-    let (mut total_len, mut hard_len, mut hard) = (0.0f64, 0.0f64, 0u64);
-    let mut hard_faces = Vec::new();
-    let n = t.edges.len();
-    for w in (0..n).step_by(WINDOW) {
-        let end = (w + WINDOW).min(n);
-        let slices: Vec<Measured> = (w..end)
-            .step_by(SLICE)
-            .collect::<Vec<usize>>()
-            .into_par_iter()
-            .map(|s| {
-                let (mut lens, mut hard) = (Vec::with_capacity(SLICE), Vec::new());
-                for e in t.edges.range(s..(s + SLICE).min(end)) {
-                    if e.count == 2 {
-                        let (l, face) = measure(e);
-                        lens.push(l);
-                        if let Some(face) = face {
-                            hard.push((l, face));
-                        }
-                    }
-                }
-                (lens, hard)
-            })
-            .collect();
-        for (lens, hard_here) in slices {
-            for l in lens {
-                total_len += l;
-            }
-            for (l, face) in hard_here {
-                hard_len += l;
-                hard += 1;
-                hard_faces.push(face);
-            }
-        }
-    }
-    HardEdges { total_len, hard_len, hard, hard_faces }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::geom::mesh::pairs::pack;
+    use crate::geom::mesh::{dot, len, sub};
     use crate::geom::testrng::XorShift;
 
     #[test]
-    fn hard_edge_sums_are_the_sequential_loops_to_the_bit() {
+    fn hard_edge_sums_walked_alone_are_the_sequential_loops_to_the_bit() {
         // A 220 x 220 height field with random creases (about 145,000
         // edges: three windows), some triangles wound the other way.
         let n = 220u32;
@@ -606,7 +450,7 @@ mod tests {
             }
         }
         assert!(hard > 1000, "{hard} hard edges");
-        let got = hard_edge_sums(&t, hard_cos);
+        let got = pairs::walk(&t, None, Some(hard_cos)).hard.expect("asked for");
         let bits = |h: &HardEdges| (h.total_len.to_bits(), h.hard_len.to_bits(), h.hard);
         assert_eq!(bits(&got), (total_len.to_bits(), hard_len.to_bits(), hard));
         assert_eq!(got.hard_faces, hard_faces);

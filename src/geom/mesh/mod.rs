@@ -22,6 +22,8 @@
 //! - [`winding`]: the triangles against their patch's majority winding, by
 //!   a union-find with parity (the walk in [`edges`] where a patch cannot
 //!   be wound consistently).
+//! - [`pairs`]: the manifold edges' face pairs walked once for TOP-001's
+//!   quad candidates and TOP-004's hard-edge sums.
 //!
 //! This file only declares the parts and re-exports the names the checks
 //! use (`geom::mesh::{Topology, shape, cross, dot, len, sub}`).
@@ -30,6 +32,7 @@ pub mod edges;
 pub mod fuzz;
 pub mod hash;
 pub mod labels;
+pub mod pairs;
 pub mod vector;
 pub mod vertices;
 pub mod weld;

@@ -1,0 +1,472 @@
+//! The face pairs of a welded mesh's manifold edges, walked once for what
+//! two topology checks read of them ([`walk`]): TOP-001's quad candidates
+//! (two triangles that make a planar, convex, near-square quad, scored by
+//! their corners) and TOP-004's hard-edge sums (the edges' lengths, and
+//! those whose faces' normals meet at the hard angle or more).
+//!
+//! Both read the same things of an edge: its two faces, their triangles,
+//! four corners and the two face normals. Walked apart, on s13 (1.95M
+//! edges) TOP-004 took 44 ms of one core beside TOP-001's 90 on the other,
+//! at the end of a large mesh's run; walked together, every edge is read
+//! and its normals found once. What each check computes is the same
+//! arithmetic in the same order as when it walks alone, so the candidates
+//! and the sums are the same to the bit (the tests hold the walk together
+//! to the walks apart).
+
+use super::edges::{Edge, Topology};
+use super::vector::{cross, dot, len, sub};
+use crate::geom::bits::Bits;
+use rayon::prelude::*;
+
+/// TOP-001's limits, as cosines (no trigonometry per edge).
+#[derive(Debug, Clone, Copy)]
+pub struct QuadTest {
+    /// The two faces' normals meet at a cosine of at least this (planar).
+    pub planar: f64,
+    /// Each corner's cosine, taken absolutely, is at most this (near-square).
+    pub corner: f64,
+}
+
+/// Quad candidates name their edge by its offset in runs of this many
+/// edges, in 16 bits; the walk reads the edges a run (a window) at a time.
+pub const RUN: usize = 1 << 16;
+
+/// Edges measured by one job on the thread pool.
+const SLICE: usize = 4096;
+
+/// Edges measured on the pool between two folds ([`walk`]): one run, so
+/// that the jobs' lengths (8 bytes an edge) are held for two windows, 1
+/// MiB, at most (four runs a window held 3 MiB more at s13's peak).
+const WINDOW: usize = RUN;
+
+/// TOP-001's candidates: `runs[r]` holds those of edges r x [`RUN`].., in
+/// edge order, each [`pack`]ed.
+pub type Candidates = Vec<Vec<[u16; 5]>>;
+
+/// A quad candidate in 10 bytes: the score's bits, low first, in four
+/// parts, then the edge's offset in its run of [`RUN`] edges. A score is a
+/// sum of absolute values (finite: a NaN corner fails the corner test), so
+/// its bits order as the number does.
+pub fn pack(score: f64, edge: usize) -> [u16; 5] {
+    let bits = f64::to_bits(score);
+    [bits as u16, (bits >> 16) as u16, (bits >> 32) as u16, (bits >> 48) as u16, (edge % RUN) as u16]
+}
+
+/// A packed candidate as (score bits, edge offset): two integers, not
+/// five. The parts lie in the order of a little-endian u64, so the
+/// compiler reads the score's bits in one load.
+pub fn key(c: &[u16; 5]) -> (u64, u16) {
+    let bits = u64::from(c[0]) | (u64::from(c[1]) << 16) | (u64::from(c[2]) << 32) | (u64::from(c[3]) << 48);
+    (bits, c[4])
+}
+
+/// TOP-004's sums over the manifold edges.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct HardEdges {
+    /// Their total length, added in edge order.
+    pub total_len: f64,
+    /// The length of the hard ones, added in edge order.
+    pub hard_len: f64,
+    /// How many are hard.
+    pub hard: u64,
+    /// Each hard edge's first face, in edge order.
+    pub hard_faces: Vec<u32>,
+}
+
+/// What [`walk`] found: each part only when it was asked for.
+#[derive(Debug, Clone, Default)]
+pub struct Walked {
+    /// TOP-001's candidates.
+    pub candidates: Option<Candidates>,
+    /// TOP-004's sums.
+    pub hard: Option<HardEdges>,
+}
+
+/// A [`Walked`] kept for the checks that read it, each taking its part
+/// once (the world mesh holds one; the engine fills it before the checks
+/// run side by side, so none waits on another). A copy of the mesh starts
+/// with nothing kept: what is kept is only a head start.
+#[derive(Debug, Default)]
+pub struct Kept(std::sync::Mutex<Walked>);
+
+impl Clone for Kept {
+    fn clone(&self) -> Kept {
+        Kept::default()
+    }
+}
+
+impl Kept {
+    /// Keeps `walked` for the checks (what was kept before is dropped).
+    pub fn put(&self, walked: Walked) {
+        *self.0.lock().unwrap_or_else(|e| e.into_inner()) = walked;
+    }
+
+    /// TOP-001's candidates, if kept (taken: a second call finds none).
+    pub fn take_candidates(&self) -> Option<Candidates> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).candidates.take()
+    }
+
+    /// TOP-004's sums, if kept (taken: a second call finds none).
+    pub fn take_hard(&self) -> Option<HardEdges> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).hard.take()
+    }
+}
+
+/// Cosine of the angle between two vectors (1 when either is zero).
+fn cosine(a: [f64; 3], b: [f64; 3]) -> f64 {
+    let (la, lb) = (len(a), len(b));
+    if la == 0.0 || lb == 0.0 {
+        return 1.0;
+    }
+    (dot(a, b) / (la * lb)).clamp(-1.0, 1.0)
+}
+
+/// Which side of the line from `x` to `y` `q` lies on, seen along `n`
+/// (inlined: as a closure it was a call whose arguments, just stored,
+/// were loaded back whole, and TOP-001 took 7 % longer).
+#[inline(always)]
+fn side(x: [f64; 3], y: [f64; 3], q: [f64; 3], n: [f64; 3]) -> f64 {
+    dot(cross(sub(y, x), sub(q, x)), n)
+}
+
+/// The quad c, a, d, b's score, the sum of its four corners' absolute
+/// cosines (0 = square), or `None` when a corner is out of range (the
+/// rest are then not needed).
+#[inline(always)]
+fn corners(a: [f64; 3], b: [f64; 3], c: [f64; 3], d: [f64; 3], corner: f64) -> Option<f64> {
+    let mut score = 0.0;
+    for (prev, at, next) in [(c, a, d), (a, d, b), (d, b, c), (b, c, a)] {
+        let cos = cosine(sub(prev, at), sub(next, at)).abs();
+        if cos.is_nan() || cos > corner {
+            return None;
+        }
+        score += cos;
+    }
+    Some(score)
+}
+
+/// Whether the quad c, a, d, b, split along a-b into faces with unit
+/// normals `n1` and `n2`, is convex: each diagonal separates the other's
+/// ends. Written as "no product is 0 or more", as TOP-001 always had it:
+/// a NaN product (a non-finite corner) does not reject the pair.
+#[inline(always)]
+#[allow(clippy::neg_cmp_op_on_partial_ord)]
+fn convex(a: [f64; 3], b: [f64; 3], c: [f64; 3], d: [f64; 3], n1: [f64; 3], n2: [f64; 3]) -> bool {
+    let n = [n1[0] + n2[0], n1[1] + n2[1], n1[2] + n2[2]];
+    !(side(a, b, c, n) * side(a, b, d, n) >= 0.0) && !(side(c, d, a, n) * side(c, d, b, n) >= 0.0)
+}
+
+/// Whether faces whose normals meet at cosine `cos` are planar enough:
+/// "not below the limit", so that a NaN cosine passes, as TOP-001 always
+/// had it.
+#[inline(always)]
+#[allow(clippy::neg_cmp_op_on_partial_ord)]
+fn planar(cos: f64, test: QuadTest) -> bool {
+    !(cos < test.planar)
+}
+
+/// One slice's findings (its first edge `start`): candidates, every
+/// manifold edge's length, and the length and first face of each hard one.
+#[derive(Default)]
+struct Slice {
+    start: usize,
+    candidates: Vec<[u16; 5]>,
+    lens: Vec<f64>,
+    hard: Vec<(f64, u32)>,
+}
+
+/// Walks `t`'s manifold edges (two faces each) once, on the thread pool, a
+/// window of [`RUN`] edges at a time in slices, for TOP-001's candidates
+/// (`quads`: the degenerate triangles, which pair with none, and the
+/// limits) and TOP-004's sums (`hard_cos`: an edge is hard when its faces'
+/// unit normals, the second negated where the two walk the edge the same
+/// way, meet at a cosine of at most it, less 1e-12). The lengths are added
+/// on this thread in edge order, so the sums are the sequential loop's.
+///
+/// A candidate's faces walk their edge in opposite directions and neither
+/// is degenerate; every corner is within range (the corners are tested
+/// before the normals when the sums are not asked for: across most edges
+/// of a quad mesh, a quad's sides, the first corner is out of range and
+/// the edge costs no normal); the normals meet at a cosine of at least
+/// `planar`; the quad is convex.
+pub fn walk(t: &Topology, quads: Option<(&Bits, QuadTest)>, hard_cos: Option<f64>) -> Walked {
+    let n = t.edges.len();
+    let mut candidates = quads.map(|_| Vec::with_capacity(n.div_ceil(RUN)));
+    let mut hard = hard_cos.map(|_| HardEdges::default());
+    // A window's slices are folded in while the next window's are
+    // measured on the pool, so neither core waits on the fold.
+    let mut measured: Vec<Slice> = Vec::new();
+    for w in (0..n).step_by(WINDOW) {
+        let end = (w + WINDOW).min(n);
+        let folding = std::mem::take(&mut measured);
+        let (next, ()) = rayon::join(
+            || {
+                (w..end)
+                    .step_by(SLICE)
+                    .collect::<Vec<usize>>()
+                    .into_par_iter()
+                    .map(|s| {
+                        let mut out = Slice { start: s, ..Slice::default() };
+                        let edges = s..(s + SLICE).min(end);
+                        match (quads, hard_cos) {
+                            (Some(q), Some(h)) => slice::<true, true>(t, edges, q, h, &mut out),
+                            (Some(q), None) => slice::<true, false>(t, edges, q, 0.0, &mut out),
+                            (None, Some(h)) => {
+                                slice::<false, true>(t, edges, (&Bits::default(), NO_QUADS), h, &mut out)
+                            }
+                            (None, None) => {}
+                        }
+                        out
+                    })
+                    .collect()
+            },
+            || fold(folding, &mut candidates, &mut hard),
+        );
+        measured = next;
+    }
+    fold(measured, &mut candidates, &mut hard);
+    Walked { candidates, hard }
+}
+
+/// Adds `slices`, the next in edge order, to the candidates' runs and the
+/// sums, on this thread. A window holds whole runs, so each run is made
+/// here, at its size.
+fn fold(slices: Vec<Slice>, candidates: &mut Option<Candidates>, hard: &mut Option<HardEdges>) {
+    if let Some(runs) = candidates.as_mut() {
+        for run in slices.chunk_by(|a, b| a.start / RUN == b.start / RUN) {
+            let mut whole = Vec::with_capacity(run.iter().map(|s| s.candidates.len()).sum());
+            run.iter().for_each(|s| whole.extend_from_slice(&s.candidates));
+            runs.push(whole);
+        }
+    }
+    for s in slices {
+        if let Some(sums) = hard.as_mut() {
+            for l in s.lens {
+                sums.total_len += l;
+            }
+            for (l, face) in s.hard {
+                sums.hard_len += l;
+                sums.hard += 1;
+                sums.hard_faces.push(face);
+            }
+        }
+    }
+}
+
+/// Limits that no quad passes, for a walk that looks for none.
+const NO_QUADS: QuadTest = QuadTest { planar: f64::INFINITY, corner: f64::NEG_INFINITY };
+
+/// [`walk`]'s job: the edges `edges` of `t` into `out`, with the quads
+/// (`QUADS`) and the sums (`HARD`) looked for as asked.
+#[inline(always)]
+fn slice<const QUADS: bool, const HARD: bool>(
+    t: &Topology,
+    edges: std::ops::Range<usize>,
+    (degenerate, test): (&Bits, QuadTest),
+    hard_cos: f64,
+    out: &mut Slice,
+) {
+    if HARD {
+        out.lens.reserve(edges.len());
+    }
+    for (ei, e) in edges.clone().zip(t.edges.range(edges)) {
+        if e.count == 2 {
+            edge::<QUADS, HARD>(t, ei, e, degenerate, test, hard_cos, out);
+        }
+    }
+}
+
+/// One manifold edge `e` (index `ei`) into `out`.
+#[inline(always)]
+fn edge<const QUADS: bool, const HARD: bool>(
+    t: &Topology,
+    ei: usize,
+    e: Edge,
+    degenerate: &Bits,
+    test: QuadTest,
+    hard_cos: f64,
+    out: &mut Slice,
+) {
+    let f = t.faces(e);
+    let (t0, t1) = (f[0].tri(), f[1].tri());
+    let alike = f[0].forward() == f[1].forward();
+    let quad = QUADS && !alike && !degenerate.get(t0 as usize) && !degenerate.get(t1 as usize);
+    if !HARD && !quad {
+        return;
+    }
+    let (tri0, tri1) = (t.triangles[t0 as usize], t.triangles[t1 as usize]);
+    let p = |i: u32| t.vertices.get(i);
+    // The quad c, a, d, b: the edge's ends and the faces' third corners,
+    // four corners read, not six and the ends again.
+    let (a, b, c, d) = (p(e.a), p(e.b), p(Topology::opposite(tri0, e)), p(Topology::opposite(tri1, e)));
+    let normals = || (Topology::face_normal(tri0, e, (a, b), c), Topology::face_normal(tri1, e, (a, b), d));
+    if HARD {
+        let (n1, n2) = normals();
+        // Inconsistent winding: the faces compared as if wound alike.
+        let n2h = if alike { [-n2[0], -n2[1], -n2[2]] } else { n2 };
+        let l = len(sub(a, b));
+        out.lens.push(l);
+        // Unit normals: the angle is at least the hard angle when the
+        // cosine is at most its cosine.
+        let cos = dot(n1, n2h);
+        if n1 != [0.0; 3] && n2h != [0.0; 3] && cos <= hard_cos + 1e-12 {
+            out.hard.push((l, t0));
+        }
+        // A candidate's faces walk the edge in opposite directions, so
+        // `n2h` is `n2` and `cos` their cosine.
+        if quad
+            && let Some(score) = corners(a, b, c, d, test.corner)
+            && planar(cos, test)
+            && convex(a, b, c, d, n1, n2)
+        {
+            out.candidates.push(pack(score, ei));
+        }
+    } else if let Some(score) = corners(a, b, c, d, test.corner) {
+        let (n1, n2) = normals();
+        if planar(dot(n1, n2), test) && convex(a, b, c, d, n1, n2) {
+            out.candidates.push(pack(score, ei));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::geom::testrng::XorShift;
+
+    /// A height field of `n` x `n` cells with random creases and jitter,
+    /// some triangles wound the other way, some collapsed to a line, and a
+    /// fin (an edge of three faces): about 3 n^2 edges.
+    fn field(n: u32, seed: u64) -> Topology {
+        let mut rng = XorShift::new(seed);
+        let points: Vec<[f64; 3]> = (0..=n)
+            .flat_map(|y| (0..=n).map(move |x| (x, y)))
+            .map(|(x, y)| {
+                let z = if rng.below(5) == 0 { rng.unit() * 0.01 } else { 0.0 };
+                [x as f64 * 0.01 + rng.unit() * 1e-3, y as f64 * 0.01, z]
+            })
+            .chain([[0.0, 0.0, 1.0]])
+            .collect();
+        let at = |x: u32, y: u32| y * (n + 1) + x;
+        let mut rng = XorShift::new(seed ^ 7);
+        let mut triangles: Vec<[u32; 3]> = (0..n)
+            .flat_map(|y| (0..n).map(move |x| (x, y)))
+            .flat_map(|(x, y)| [[at(x, y), at(x + 1, y), at(x + 1, y + 1)], [at(x, y), at(x + 1, y + 1), at(x, y + 1)]])
+            .map(|t| match rng.below(60) {
+                0 => [t[0], t[2], t[1]],
+                1 => [t[0], t[1], t[1]],
+                _ => t,
+            })
+            .collect();
+        triangles.push([at(0, 0), at(1, 0), (n + 1) * (n + 1)]);
+        Topology::build(&points, &triangles, 1e-9)
+    }
+
+    /// TOP-001's limits, as the check sets them.
+    fn test_limits() -> QuadTest {
+        QuadTest { planar: 40f64.to_radians().cos(), corner: 50f64.to_radians().cos() }
+    }
+
+    #[test]
+    fn walked_together_the_candidates_and_sums_are_those_walked_apart() {
+        for (n, seed) in [(12, 1), (160, 2)] {
+            let t = field(n, seed);
+            if n > 100 {
+                assert!(t.edges.len() > RUN, "{} edges: more than one run", t.edges.len());
+            }
+            let degenerate = Bits::from_bools(&(0..t.triangles.len()).map(|i| i % 97 == 3).collect::<Vec<bool>>());
+            let quads = Some((&degenerate, test_limits()));
+            let hard_cos = 20f64.to_radians().cos();
+            let both = walk(&t, quads, Some(hard_cos));
+            let (alone_q, alone_h) = (walk(&t, quads, None), walk(&t, None, Some(hard_cos)));
+            assert!(alone_q.hard.is_none() && alone_h.candidates.is_none());
+            let (cq, ch) = (both.candidates.expect("asked"), both.hard.expect("asked"));
+            assert_eq!(Some(&cq), alone_q.candidates.as_ref());
+            let h = alone_h.hard.expect("asked");
+            assert_eq!((ch.total_len.to_bits(), ch.hard_len.to_bits()), (h.total_len.to_bits(), h.hard_len.to_bits()));
+            assert_eq!((ch.hard, &ch.hard_faces), (h.hard, &h.hard_faces));
+            assert!(ch.hard > 10, "{} hard edges", ch.hard);
+            assert!(cq.iter().map(Vec::len).sum::<usize>() > 10, "too few candidates");
+        }
+    }
+
+    #[test]
+    fn the_walk_is_the_sequential_loop_over_every_manifold_edge() {
+        // Several windows: a window's fold runs beside the next one.
+        let t = field(310, 3);
+        assert!(t.edges.len() > WINDOW, "{} edges", t.edges.len());
+        let degenerate = Bits::from_bools(&(0..t.triangles.len()).map(|i| i % 89 == 5).collect::<Vec<bool>>());
+        let limits = test_limits();
+        let hard_cos = 20f64.to_radians().cos();
+        // Every edge in order, each test written out as the checks had it.
+        let (mut total_len, mut hard_len, mut hard, mut hard_faces) = (0.0f64, 0.0f64, 0u64, Vec::new());
+        let mut candidates: Vec<(usize, [u16; 5])> = Vec::new();
+        for (ei, e) in t.edges.iter().enumerate().filter(|(_, e)| e.count == 2) {
+            let f = t.faces(e);
+            let (n1, mut n2) = (t.normal(f[0].tri()), t.normal(f[1].tri()));
+            let alike = f[0].forward() == f[1].forward();
+            if alike {
+                n2 = [-n2[0], -n2[1], -n2[2]];
+            }
+            let l = len(sub(t.vertices.get(e.a), t.vertices.get(e.b)));
+            total_len += l;
+            if n1 != [0.0; 3] && n2 != [0.0; 3] && dot(n1, n2) <= hard_cos + 1e-12 {
+                hard_len += l;
+                hard += 1;
+                hard_faces.push(f[0].tri());
+            }
+            let (t0, t1) = (f[0].tri(), f[1].tri());
+            if alike || degenerate.get(t0 as usize) || degenerate.get(t1 as usize) {
+                continue;
+            }
+            let p = |i: u32| t.vertices.get(i);
+            let (a, b) = (p(e.a), p(e.b));
+            let (c, d) = (
+                p(Topology::opposite(t.triangles[t0 as usize], e)),
+                p(Topology::opposite(t.triangles[t1 as usize], e)),
+            );
+            let mut score = 0.0;
+            let mut ok = true;
+            for (prev, at, next) in [(c, a, d), (a, d, b), (d, b, c), (b, c, a)] {
+                let cos = cosine(sub(prev, at), sub(next, at)).abs();
+                if cos.is_nan() || cos > limits.corner {
+                    ok = false;
+                    break;
+                }
+                score += cos;
+            }
+            if !ok || dot(n1, n2) < limits.planar {
+                continue;
+            }
+            let n = [n1[0] + n2[0], n1[1] + n2[1], n1[2] + n2[2]];
+            if side(a, b, c, n) * side(a, b, d, n) >= 0.0 || side(c, d, a, n) * side(c, d, b, n) >= 0.0 {
+                continue;
+            }
+            candidates.push((ei, pack(score, ei)));
+        }
+        let walked = walk(&t, Some((&degenerate, limits)), Some(hard_cos));
+        let sums = walked.hard.expect("asked");
+        assert_eq!((sums.total_len.to_bits(), sums.hard_len.to_bits()), (total_len.to_bits(), hard_len.to_bits()));
+        assert_eq!((sums.hard, sums.hard_faces), (hard, hard_faces));
+        let runs = walked.candidates.expect("asked");
+        assert_eq!(runs.len(), t.edges.len().div_ceil(RUN));
+        let flat: Vec<(usize, [u16; 5])> = runs
+            .iter()
+            .enumerate()
+            .flat_map(|(r, run)| run.iter().map(move |c| (r * RUN + c[4] as usize, *c)))
+            .collect();
+        assert_eq!(flat, candidates);
+        assert!(candidates.len() > 1000 && hard > 100, "{} candidates, {hard} hard", candidates.len());
+    }
+
+    #[test]
+    fn kept_parts_are_taken_once_and_a_copy_keeps_none() {
+        let kept = Kept::default();
+        kept.put(Walked { candidates: Some(vec![vec![pack(0.5, 3)]]), hard: Some(HardEdges::default()) });
+        assert!(kept.clone().take_candidates().is_none());
+        assert_eq!(kept.take_candidates(), Some(vec![vec![pack(0.5, 3)]]));
+        assert_eq!(kept.take_candidates(), None);
+        assert_eq!(kept.take_hard(), Some(HardEdges::default()));
+        assert_eq!(kept.take_hard(), None);
+    }
+}
