@@ -34,10 +34,11 @@ pub const RUN: usize = 1 << 16;
 /// Edges measured by one job on the thread pool.
 const SLICE: usize = 4096;
 
-/// Edges measured on the pool between two folds ([`walk`]): one run, so
-/// that the jobs' lengths (8 bytes an edge) are held for two windows, 1
-/// MiB, at most (four runs a window held 3 MiB more at s13's peak).
-const WINDOW: usize = RUN;
+/// Edges measured on the pool between two folds ([`walk`]): four jobs, so
+/// that the jobs' lengths (8 bytes an edge) are held for two windows, 256
+/// KiB, at most (a window of four runs held 3 MiB more at s13's peak, and
+/// one of a run, the 1 MB sphere's whole 416 KB, beside GEO-008's tables).
+const WINDOW: usize = 4 * SLICE;
 
 /// TOP-001's candidates: `runs[r]` holds those of edges r x [`RUN`].., in
 /// edge order, each [`pack`]ed.
@@ -229,14 +230,17 @@ pub fn walk(t: &Topology, quads: Option<(&Bits, QuadTest)>, hard_cos: Option<f64
 }
 
 /// Adds `slices`, the next in edge order, to the candidates' runs and the
-/// sums, on this thread. A window holds whole runs, so each run is made
-/// here, at its size.
+/// sums, on this thread. A run is begun by its first slice and continued
+/// by the windows after it.
 fn fold(slices: Vec<Slice>, candidates: &mut Option<Candidates>, hard: &mut Option<HardEdges>) {
     if let Some(runs) = candidates.as_mut() {
-        for run in slices.chunk_by(|a, b| a.start / RUN == b.start / RUN) {
-            let mut whole = Vec::with_capacity(run.iter().map(|s| s.candidates.len()).sum());
-            run.iter().for_each(|s| whole.extend_from_slice(&s.candidates));
-            runs.push(whole);
+        for part in slices.chunk_by(|a, b| a.start / RUN == b.start / RUN) {
+            if part[0].start % RUN == 0 {
+                runs.push(Vec::new());
+            }
+            let run = runs.last_mut().expect("a run is begun by its first slice");
+            run.reserve(part.iter().map(|s| s.candidates.len()).sum());
+            part.iter().for_each(|s| run.extend_from_slice(&s.candidates));
         }
     }
     for s in slices {
