@@ -409,52 +409,7 @@ pub fn hard_edges(cx: &Ctx<'_>) -> CheckOutput {
 mod tests {
     use super::*;
     use crate::geom::mesh::pairs::pack;
-    use crate::geom::mesh::{dot, len, sub};
     use crate::geom::testrng::XorShift;
-
-    #[test]
-    fn hard_edge_sums_walked_alone_are_the_sequential_loops_to_the_bit() {
-        // A 220 x 220 height field with random creases (about 145,000
-        // edges: three windows), some triangles wound the other way.
-        let n = 220u32;
-        let mut rng = XorShift::new(0x70b0_0004_5eed_0001);
-        let points: Vec<[f64; 3]> = (0..=n)
-            .flat_map(|y| (0..=n).map(move |x| (x, y)))
-            .map(|(x, y)| [x as f64 * 0.01, y as f64 * 0.01, if rng.below(5) == 0 { rng.unit() * 0.01 } else { 0.0 }])
-            .collect();
-        let at = |x: u32, y: u32| y * (n + 1) + x;
-        let mut rng = XorShift::new(7);
-        let triangles: Vec<[u32; 3]> = (0..n)
-            .flat_map(|y| (0..n).map(move |x| (x, y)))
-            .flat_map(|(x, y)| [[at(x, y), at(x + 1, y), at(x + 1, y + 1)], [at(x, y), at(x + 1, y + 1), at(x, y + 1)]])
-            .map(|t| if rng.below(50) == 0 { [t[0], t[2], t[1]] } else { t })
-            .collect();
-        let t = crate::geom::mesh::edges::Topology::build(&points, &triangles, 1e-9);
-        assert!(t.edges.len() > 2 * (1 << 16), "{} edges", t.edges.len());
-        let hard_cos = 20f64.to_radians().cos();
-        // The check's loop before it ran on the pool.
-        let (mut total_len, mut hard_len, mut hard) = (0.0f64, 0.0f64, 0u64);
-        let mut hard_faces = Vec::new();
-        for e in t.edges.iter().filter(|e| e.count == 2) {
-            let f = t.faces(e);
-            let (n1, mut n2) = (t.normal(f[0].tri()), t.normal(f[1].tri()));
-            if f[0].forward() == f[1].forward() {
-                n2 = [-n2[0], -n2[1], -n2[2]];
-            }
-            let l = len(sub(t.vertices.get(e.a), t.vertices.get(e.b)));
-            total_len += l;
-            if n1 != [0.0; 3] && n2 != [0.0; 3] && dot(n1, n2) <= hard_cos + 1e-12 {
-                hard_len += l;
-                hard += 1;
-                hard_faces.push(f[0].tri());
-            }
-        }
-        assert!(hard > 1000, "{hard} hard edges");
-        let got = pairs::walk(&t, None, Some(hard_cos)).hard.expect("asked for");
-        let bits = |h: &HardEdges| (h.total_len.to_bits(), h.hard_len.to_bits(), h.hard);
-        assert_eq!(bits(&got), (total_len.to_bits(), hard_len.to_bits(), hard));
-        assert_eq!(got.hard_faces, hard_faces);
-    }
 
     /// Random candidates over `edges` edges (about half of them), with
     /// scores from a set of three, so that most ties are decided by the
