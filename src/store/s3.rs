@@ -233,6 +233,18 @@ impl Blobs for S3Blobs {
     }
 }
 
+/// Aborts `upload` once none of its parts is still being sent. A part
+/// request that reaches the server after the abort may still be stored
+/// (S3's documentation says such part uploads may succeed, and the upload
+/// then has to be aborted again): under load, the blob-store conformance
+/// test's abandoned 20 MB writer, whose in-flight parts were cancelled by
+/// the abort rather than finished, left an upload behind past its 10 s.
+async fn abort_settled(mut upload: WriteMultipart) -> object_store::Result<()> {
+    // Each error ends the wait at one failed part; the rest are waited for.
+    while upload.wait_for_capacity(0).await.is_err() {}
+    upload.abort().await
+}
+
 /// An [`S3Blobs`] writer: gathers a part in the caller's thread, then hands
 /// it to a multipart upload on the bucket's runtime (module docs).
 struct S3Writer {
@@ -259,7 +271,7 @@ impl S3Writer {
                 None => WriteMultipart::new_with_chunk_size(store.put_multipart(&key).await.map_err(io_error)?, PART),
             };
             if let Err(e) = upload.wait_for_capacity(IN_FLIGHT).await {
-                let _ = upload.abort().await;
+                let _ = abort_settled(upload).await;
                 return Err(io_error(e));
             }
             upload.put(part);
@@ -305,7 +317,7 @@ impl BlobWriter for S3Writer {
                     Err(e) => Err(io_error(e)),
                 };
                 if let Err(e) = taken {
-                    let _ = upload.abort().await;
+                    let _ = abort_settled(upload).await;
                     return Err(e);
                 }
                 upload.finish().await.map(drop).map_err(io_error)
@@ -320,7 +332,7 @@ impl Drop for S3Writer {
         // must not block, and nothing of it is visible meanwhile).
         if let Some(upload) = self.upload.take() {
             self.shared.handle.spawn(async move {
-                if let Err(e) = upload.abort().await {
+                if let Err(e) = abort_settled(upload).await {
                     tracing::warn!(error = %e, "could not abort an unfinished multipart upload");
                 }
             });
