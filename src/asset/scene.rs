@@ -142,7 +142,8 @@ impl WorldMesh {
         let ii = self.instance_of(t);
         let inst = &scene.instances[ii];
         let prim = &scene.primitives[inst.primitive];
-        corners(inst, self.mirrored[ii], prim, prim.triangles[(t - self.first_triangle[ii]) as usize])
+        let place = mat4::Placer::new(&inst.world);
+        corners(&place, self.mirrored[ii], prim, prim.triangles[(t - self.first_triangle[ii]) as usize])
     }
 
     /// `f` of every triangle's [`WorldMesh::corners`], in triangle order,
@@ -156,8 +157,9 @@ impl WorldMesh {
         let mut out = Vec::with_capacity(self.triangle_count());
         for (inst, &mirrored) in scene.instances.iter().zip(&self.mirrored) {
             let prim = &scene.primitives[inst.primitive];
+            let place = mat4::Placer::new(&inst.world);
             out.par_extend(prim.triangles.par_iter().map(|&tri| {
-                let (c, repeated) = corners(inst, mirrored, prim, tri);
+                let (c, repeated) = corners(&place, mirrored, prim, tri);
                 f(c, repeated)
             }));
         }
@@ -165,12 +167,12 @@ impl WorldMesh {
     }
 }
 
-/// A primitive's triangle `tri` in world space as `inst` draws it (flipped
-/// when `mirrored`), and whether it repeats a vertex index.
+/// A primitive's triangle `tri` in world space as an instance draws it
+/// (`place`: its transform; flipped when `mirrored`), and whether it
+/// repeats a vertex index.
 #[inline]
-fn corners(inst: &Instance, mirrored: bool, prim: &Primitive, tri: [u32; 3]) -> ([[f64; 3]; 3], bool) {
-    let (p, m) = (&prim.positions, &inst.world);
-    wound_corners(tri, mirrored, |i| mat4::transform_point(m, p[i as usize]))
+fn corners(place: &mat4::Placer<'_>, mirrored: bool, prim: &Primitive, tri: [u32; 3]) -> ([[f64; 3]; 3], bool) {
+    wound_corners(tri, mirrored, |i| place.place(prim.positions[i as usize]))
 }
 
 /// Triangle `tri`'s corners as wound (flipped when `mirrored`), each read
@@ -368,7 +370,8 @@ impl Scene {
             let prim = &self.primitives[inst.primitive];
             first_point.push(points.len());
             first_triangle.push(tris);
-            points.par_extend(prim.positions.par_iter().map(|p| mat4::transform_point(&inst.world, *p)));
+            let place = mat4::Placer::new(&inst.world);
+            points.par_extend(prim.positions.par_iter().map(|p| place.place(*p)));
             tris += prim.triangles.len() as u32;
         }
         (points, first_point, first_triangle, total_tris)

@@ -351,19 +351,19 @@ pub const STRETCH: CheckDef = CheckDef {
 };
 
 /// Triangles `i..i + 4` of `p` (those it has): each one's corners placed
-/// by `inst`'s world transform, and their UVs in `uvs`; a lane is `false`
+/// by an instance's world transform (`place`), and their UVs in `uvs`; a lane is `false`
 /// in the mask when `p` has no such triangle or an
 /// index is past the positions or the UVs (its corners are then zeros).
 /// Corners are placed as they are read (UV-004, UV-008, four triangles a
 /// call for their four-lane measures): the same numbers as a placed copy of
 /// the positions, which held 24 bytes a vertex beside the samples (the
 /// first phase's peak on a large untextured mesh).
-fn placed_quad(p: &Primitive, inst: &Instance, uvs: &[[f32; 2]], i: usize) -> PlacedQuad {
+fn placed_quad(p: &Primitive, place: &mat4::Placer<'_>, uvs: &[[f32; 2]], i: usize) -> PlacedQuad {
     let mut quad = ([[[0.0; 3]; 3]; 4], [[[0.0; 2]; 3]; 4], [false; 4]);
     for k in 0..4 {
         let Some(&t) = p.triangles.get(i + k) else { continue };
         let [a, b, c] = t.map(|v| v as usize);
-        let world = |v: usize| p.positions.get(v).map(|&q| mat4::transform_point(&inst.world, q));
+        let world = |v: usize| p.positions.get(v).map(|&q| place.place(q));
         let (Some(&ua), Some(&ub), Some(&uc)) = (uvs.get(a), uvs.get(b), uvs.get(c)) else { continue };
         let (Some(pa), Some(pb), Some(pc)) = (world(a), world(b), world(c)) else { continue };
         (quad.0[k], quad.1[k], quad.2[k]) = ([pa, pb, pc], [ua, ub, uc], true);
@@ -404,8 +404,9 @@ pub fn stretch_split(cx: &Ctx<'_>) -> Split {
             // Four triangles at a time: their square roots and divisions
             // share the vector registers (`triangle_stretch4`).
             let n = p.triangles.len();
+            let place = mat4::Placer::new(&inst.world);
             guv::extend_measured4(samples, n, *visited, |i| {
-                let (corners, uv, ok) = placed_quad(p, inst, uvs, i);
+                let (corners, uv, ok) = placed_quad(p, &place, uvs, i);
                 let uv = uv.map(|t| t.map(|q| [q[0] as f64 * sx, q[1] as f64 * sy]));
                 guv::triangle_stretch4(&corners, &uv, ok).map(|s| s.map(|(area, ratio)| (ratio, area)))
             });
@@ -907,8 +908,9 @@ pub fn texel_density_split(cx: &Ctx<'_>) -> Split {
             };
             // Four triangles at a time, as UV-004 measures them.
             let n = p.triangles.len();
+            let place = mat4::Placer::new(&inst.world);
             guv::extend_measured4(&mut samples, n, visited, |i| {
-                let (corners, uv, ok) = placed_quad(p, inst, uvs, i);
+                let (corners, uv, ok) = placed_quad(p, &place, uvs, i);
                 guv::texel_density4(&corners, &uv, ok, w as f64, h as f64).map(|s| s.map(|(area, d)| (d, area)))
             });
             visited += p.triangles.len();

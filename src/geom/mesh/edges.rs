@@ -641,13 +641,13 @@ impl Topology {
         normal(v.get(a), v.get(b), v.get(c))
     }
 
-    /// [`Topology::normal`] of `tri`, a face of the edge `e`, from corners
-    /// already read: `ends`, the positions of `e.a` and `e.b`, and
-    /// `other`, the position of its third vertex. Each corner is placed in
-    /// the triangle's own order, so the bits are `normal`'s; what is saved
-    /// is reading the three corners again.
+    /// The corners of `tri`, a face of the edge `e`, in the triangle's own
+    /// order, from positions already read: `ends`, those of `e.a` and
+    /// `e.b`, and `other`, that of its third vertex. Their [`normal`] is
+    /// [`Topology::normal`]'s to the bit; what is saved is reading the
+    /// three corners again.
     #[inline(always)]
-    pub fn face_normal(tri: [u32; 3], e: Edge, ends: ([f64; 3], [f64; 3]), other: [f64; 3]) -> [f64; 3] {
+    pub fn face_corners(tri: [u32; 3], e: Edge, ends: ([f64; 3], [f64; 3]), other: [f64; 3]) -> [[f64; 3]; 3] {
         let at = |v: u32| {
             if v == e.a {
                 ends.0
@@ -657,7 +657,7 @@ impl Topology {
                 other
             }
         };
-        normal(at(tri[0]), at(tri[1]), at(tri[2]))
+        [at(tri[0]), at(tri[1]), at(tri[2])]
     }
 
     /// The vertex of `tri` that is neither end of `e` (`e.a` when there is
@@ -1351,7 +1351,8 @@ mod tests {
             for f in t.faces(e) {
                 let tri = t.triangles[f.tri() as usize];
                 let other = t.vertices.get(Topology::opposite(tri, e));
-                let got = Topology::face_normal(tri, e, ends, other);
+                let [p0, p1, p2] = Topology::face_corners(tri, e, ends, other);
+                let got = normal(p0, p1, p2);
                 assert_eq!(got.map(f64::to_bits), t.normal(f.tri()).map(f64::to_bits), "{tri:?} on {e:?}");
                 faces += 1;
             }

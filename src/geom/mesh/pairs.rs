@@ -14,7 +14,7 @@
 //! to the walks apart).
 
 use super::edges::{Edge, Topology};
-use super::vector::{cross, dot, len, sub};
+use super::vector::{cross, dot, len, normal, sub};
 use crate::geom::bits::Bits;
 use rayon::prelude::*;
 
@@ -210,11 +210,9 @@ pub fn walk(t: &Topology, quads: Option<(&Bits, QuadTest)>, hard_cos: Option<f64
                         let mut out = Slice { start: s, ..Slice::default() };
                         let edges = s..(s + SLICE).min(end);
                         match (quads, hard_cos) {
-                            (Some(q), Some(h)) => slice::<true, true>(t, edges, q, h, &mut out),
-                            (Some(q), None) => slice::<true, false>(t, edges, q, 0.0, &mut out),
-                            (None, Some(h)) => {
-                                slice::<false, true>(t, edges, (&Bits::default(), NO_QUADS), h, &mut out)
-                            }
+                            (Some(q), Some(h)) => slice::<true, true>(t, edges, Some(q), h, &mut out),
+                            (Some(q), None) => slice::<true, false>(t, edges, Some(q), 0.0, &mut out),
+                            (None, Some(h)) => slice::<false, true>(t, edges, None, h, &mut out),
                             (None, None) => {}
                         }
                         out
@@ -257,16 +255,30 @@ fn fold(slices: Vec<Slice>, candidates: &mut Option<Candidates>, hard: &mut Opti
     }
 }
 
-/// Limits that no quad passes, for a walk that looks for none.
-const NO_QUADS: QuadTest = QuadTest { planar: f64::INFINITY, corner: f64::NEG_INFINITY };
-
 /// [`walk`]'s job: the edges `edges` of `t` into `out`, with the quads
-/// (`QUADS`) and the sums (`HARD`) looked for as asked.
-#[inline(always)]
+/// (`quads`, when `QUADS`) and the sums (`HARD`) looked for as asked. Where
+/// the CPU has AVX2 the manifold edges are measured four at a time
+/// ([`avx2::slice`]), to the same bits.
 fn slice<const QUADS: bool, const HARD: bool>(
     t: &Topology,
     edges: std::ops::Range<usize>,
-    (degenerate, test): (&Bits, QuadTest),
+    quads: Option<(&Bits, QuadTest)>,
+    hard_cos: f64,
+    out: &mut Slice,
+) {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx2") {
+        // SAFETY: the CPU has AVX2, checked just above.
+        return unsafe { avx2::slice::<QUADS, HARD>(t, edges, quads, hard_cos, out) };
+    }
+    slice_by_edge::<QUADS, HARD>(t, edges, quads, hard_cos, out)
+}
+
+/// [`slice`] an edge at a time.
+fn slice_by_edge<const QUADS: bool, const HARD: bool>(
+    t: &Topology,
+    edges: std::ops::Range<usize>,
+    quads: Option<(&Bits, QuadTest)>,
     hard_cos: f64,
     out: &mut Slice,
 ) {
@@ -275,9 +287,17 @@ fn slice<const QUADS: bool, const HARD: bool>(
     }
     for (ei, e) in edges.clone().zip(t.edges.range(edges)) {
         if e.count == 2 {
-            edge::<QUADS, HARD>(t, ei, e, degenerate, test, hard_cos, out);
+            edge::<QUADS, HARD>(t, ei, e, quads, hard_cos, out);
         }
     }
+}
+
+/// Whether the faces `t0` and `t1` of a manifold edge may make a quad:
+/// they walk it in opposite directions (not `alike`) and neither is
+/// degenerate.
+#[inline(always)]
+fn may_pair(quads: Option<(&Bits, QuadTest)>, alike: bool, t0: u32, t1: u32) -> bool {
+    !alike && quads.is_some_and(|(degenerate, _)| !degenerate.get(t0 as usize) && !degenerate.get(t1 as usize))
 }
 
 /// One manifold edge `e` (index `ei`) into `out`.
@@ -286,24 +306,28 @@ fn edge<const QUADS: bool, const HARD: bool>(
     t: &Topology,
     ei: usize,
     e: Edge,
-    degenerate: &Bits,
-    test: QuadTest,
+    quads: Option<(&Bits, QuadTest)>,
     hard_cos: f64,
     out: &mut Slice,
 ) {
     let f = t.faces(e);
     let (t0, t1) = (f[0].tri(), f[1].tri());
     let alike = f[0].forward() == f[1].forward();
-    let quad = QUADS && !alike && !degenerate.get(t0 as usize) && !degenerate.get(t1 as usize);
+    let quad = QUADS && may_pair(quads, alike, t0, t1);
     if !HARD && !quad {
         return;
     }
+    let test = quads.map_or(NO_QUADS, |(_, q)| q);
     let (tri0, tri1) = (t.triangles[t0 as usize], t.triangles[t1 as usize]);
     let p = |i: u32| t.vertices.get(i);
     // The quad c, a, d, b: the edge's ends and the faces' third corners,
     // four corners read, not six and the ends again.
     let (a, b, c, d) = (p(e.a), p(e.b), p(Topology::opposite(tri0, e)), p(Topology::opposite(tri1, e)));
-    let normals = || (Topology::face_normal(tri0, e, (a, b), c), Topology::face_normal(tri1, e, (a, b), d));
+    let normals = || {
+        let ([p0, p1, p2], [q0, q1, q2]) =
+            (Topology::face_corners(tri0, e, (a, b), c), Topology::face_corners(tri1, e, (a, b), d));
+        (normal(p0, p1, p2), normal(q0, q1, q2))
+    };
     if HARD {
         let (n1, n2) = normals();
         // Inconsistent winding: the faces compared as if wound alike.
@@ -333,14 +357,304 @@ fn edge<const QUADS: bool, const HARD: bool>(
     }
 }
 
+/// Limits that no quad passes, for a walk that looks for none.
+const NO_QUADS: QuadTest = QuadTest { planar: f64::INFINITY, corner: f64::NEG_INFINITY };
+
+/// The walk four edges at a time on AVX2: each manifold edge's corners
+/// gathered into a lane, and the four lanes sharing each square root and
+/// division (an edge takes eleven square roots and seven divisions when
+/// both checks ask, most of its cost: s13's 1.95M edges took 95 ms of CPU
+/// an edge at a time). Written with the intrinsics, not left to the
+/// compiler: lane arrays as UV-004 writes them came out half scalar here.
+/// Every operation is the edge-at-a-time code's, correctly rounded, in its
+/// order (no FMA), its branches selects and its comparisons the same
+/// ordered or unordered ones, so every lane's bits are [`edge`]'s (the
+/// tests hold the two walks to each other and to a loop written out).
+#[cfg(target_arch = "x86_64")]
+mod avx2 {
+    use super::{Bits, Edge, QuadTest, Slice, Topology, may_pair, pack};
+    use std::arch::x86_64::*;
+
+    /// Four lanes of a 3D vector, one register a component.
+    type V3 = [__m256d; 3];
+
+    /// Four manifold edges, lane `k` one edge: each point's components
+    /// `[c][k]`.
+    #[derive(Default)]
+    struct Four {
+        /// The edge's index, its first face's triangle, whether its faces
+        /// walk it the same way, and whether they may make a quad.
+        ei: [usize; 4],
+        t0: [u32; 4],
+        alike: [u64; 4],
+        quad: [u64; 4],
+        /// The quad c, a, d, b: the edge's ends a and b, the first face's
+        /// third corner c, the second's d.
+        q: [[[f64; 4]; 3]; 4],
+        /// Each face's corners in its triangle's own order
+        /// ([`Topology::face_corners`]), its normal's operands.
+        f: [[[[f64; 4]; 3]; 3]; 2],
+    }
+
+    /// [`super::slice`] on AVX2.
+    #[target_feature(enable = "avx2")]
+    pub(super) fn slice<const QUADS: bool, const HARD: bool>(
+        t: &Topology,
+        edges: std::ops::Range<usize>,
+        quads: Option<(&Bits, QuadTest)>,
+        hard_cos: f64,
+        out: &mut Slice,
+    ) {
+        if HARD {
+            out.lens.reserve(edges.len());
+        }
+        let test = quads.map_or(super::NO_QUADS, |(_, q)| q);
+        let mut four = Four::default();
+        let mut n = 0;
+        for (ei, e) in edges.clone().zip(t.edges.range(edges)) {
+            if e.count != 2 {
+                continue;
+            }
+            let f = t.faces(e);
+            let (t0, t1) = (f[0].tri(), f[1].tri());
+            let alike = f[0].forward() == f[1].forward();
+            let quad = QUADS && may_pair(quads, alike, t0, t1);
+            if !HARD && !quad {
+                continue;
+            }
+            gather(&mut four, n, t, e, (ei, t0, t1), alike, quad);
+            n += 1;
+            if n == 4 {
+                measure::<QUADS, HARD>(&four, 4, test, hard_cos, out);
+                n = 0;
+            }
+        }
+        if n > 0 {
+            measure::<QUADS, HARD>(&four, n, test, hard_cos, out);
+        }
+    }
+
+    /// Edge `e` (its index and its faces' triangles in `at`) into lane `k`:
+    /// its four corners read once.
+    #[inline(always)]
+    fn gather(four: &mut Four, k: usize, t: &Topology, e: Edge, at: (usize, u32, u32), alike: bool, quad: bool) {
+        let (ei, t0, t1) = at;
+        let (tri0, tri1) = (t.triangles[t0 as usize], t.triangles[t1 as usize]);
+        let p = |i: u32| t.vertices.get(i);
+        let (a, b, c, d) = (p(e.a), p(e.b), p(Topology::opposite(tri0, e)), p(Topology::opposite(tri1, e)));
+        four.ei[k] = ei;
+        four.t0[k] = t0;
+        four.alike[k] = if alike { u64::MAX } else { 0 };
+        four.quad[k] = if quad { u64::MAX } else { 0 };
+        let faces = [Topology::face_corners(tri0, e, (a, b), c), Topology::face_corners(tri1, e, (a, b), d)];
+        for c3 in 0..3 {
+            for (j, point) in [a, b, c, d].iter().enumerate() {
+                four.q[j][c3][k] = point[c3];
+            }
+            for (s, face) in faces.iter().enumerate() {
+                for (j, corner) in face.iter().enumerate() {
+                    four.f[s][j][c3][k] = corner[c3];
+                }
+            }
+        }
+    }
+
+    #[inline(always)]
+    fn load(x: &[[f64; 4]; 3]) -> V3 {
+        // SAFETY: each row is four f64s; unaligned loads.
+        unsafe { [_mm256_loadu_pd(x[0].as_ptr()), _mm256_loadu_pd(x[1].as_ptr()), _mm256_loadu_pd(x[2].as_ptr())] }
+    }
+
+    #[inline]
+    #[target_feature(enable = "avx2")]
+    fn sub(x: V3, y: V3) -> V3 {
+        [_mm256_sub_pd(x[0], y[0]), _mm256_sub_pd(x[1], y[1]), _mm256_sub_pd(x[2], y[2])]
+    }
+
+    /// [`super::dot`]: (x0 y0 + x1 y1) + x2 y2.
+    #[inline]
+    #[target_feature(enable = "avx2")]
+    fn dot(x: V3, y: V3) -> __m256d {
+        _mm256_add_pd(_mm256_add_pd(_mm256_mul_pd(x[0], y[0]), _mm256_mul_pd(x[1], y[1])), _mm256_mul_pd(x[2], y[2]))
+    }
+
+    /// [`super::cross`].
+    #[inline]
+    #[target_feature(enable = "avx2")]
+    fn cross(x: V3, y: V3) -> V3 {
+        [
+            _mm256_sub_pd(_mm256_mul_pd(x[1], y[2]), _mm256_mul_pd(x[2], y[1])),
+            _mm256_sub_pd(_mm256_mul_pd(x[2], y[0]), _mm256_mul_pd(x[0], y[2])),
+            _mm256_sub_pd(_mm256_mul_pd(x[0], y[1]), _mm256_mul_pd(x[1], y[0])),
+        ]
+    }
+
+    /// `if mask { yes } else { no }`, lane by lane.
+    #[inline]
+    #[target_feature(enable = "avx2")]
+    fn select(mask: __m256d, yes: __m256d, no: __m256d) -> __m256d {
+        _mm256_blendv_pd(no, yes, mask)
+    }
+
+    /// [`super::normal`]: the cross product over its length where that is
+    /// positive and finite, else zero.
+    #[inline]
+    #[target_feature(enable = "avx2")]
+    fn normal(p: &[[[f64; 4]; 3]; 3]) -> V3 {
+        let (p0, p1, p2) = (load(&p[0]), load(&p[1]), load(&p[2]));
+        let n = cross(sub(p1, p0), sub(p2, p0));
+        let l = _mm256_sqrt_pd(dot(n, n));
+        let unit = _mm256_and_pd(
+            _mm256_cmp_pd::<_CMP_GT_OQ>(l, _mm256_setzero_pd()),
+            _mm256_cmp_pd::<_CMP_LT_OQ>(abs(l), _mm256_set1_pd(f64::INFINITY)),
+        );
+        let zero = _mm256_setzero_pd();
+        [
+            select(unit, _mm256_div_pd(n[0], l), zero),
+            select(unit, _mm256_div_pd(n[1], l), zero),
+            select(unit, _mm256_div_pd(n[2], l), zero),
+        ]
+    }
+
+    /// `f64::abs`: the sign bit cleared.
+    #[inline]
+    #[target_feature(enable = "avx2")]
+    fn abs(x: __m256d) -> __m256d {
+        _mm256_andnot_pd(_mm256_set1_pd(-0.0), x)
+    }
+
+    /// `!= [0.0; 3]`: some component is not equal to zero.
+    #[inline]
+    #[target_feature(enable = "avx2")]
+    fn nonzero(n: V3) -> __m256d {
+        let z = _mm256_setzero_pd();
+        let all_zero = _mm256_and_pd(
+            _mm256_and_pd(_mm256_cmp_pd::<_CMP_EQ_OQ>(n[0], z), _mm256_cmp_pd::<_CMP_EQ_OQ>(n[1], z)),
+            _mm256_cmp_pd::<_CMP_EQ_OQ>(n[2], z),
+        );
+        _mm256_xor_pd(all_zero, _mm256_castsi256_pd(_mm256_set1_epi64x(-1)))
+    }
+
+    /// [`super::side`].
+    #[inline]
+    #[target_feature(enable = "avx2")]
+    fn side(x: V3, y: V3, q: V3, n: V3) -> __m256d {
+        dot(cross(sub(y, x), sub(q, x)), n)
+    }
+
+    /// A lane mask as flags.
+    #[inline]
+    #[target_feature(enable = "avx2")]
+    fn flags(mask: __m256d) -> [bool; 4] {
+        let m = _mm256_movemask_pd(mask);
+        [m & 1 != 0, m & 2 != 0, m & 4 != 0, m & 8 != 0]
+    }
+
+    #[inline]
+    #[target_feature(enable = "avx2")]
+    fn store(x: __m256d) -> [f64; 4] {
+        let mut out = [0.0; 4];
+        // SAFETY: `out` holds four f64s; an unaligned store.
+        unsafe { _mm256_storeu_pd(out.as_mut_ptr(), x) };
+        out
+    }
+
+    #[inline]
+    #[target_feature(enable = "avx2")]
+    fn mask_of(bits: &[u64; 4]) -> __m256d {
+        // SAFETY: four u64s; an unaligned load.
+        _mm256_castsi256_pd(unsafe { _mm256_loadu_si256(bits.as_ptr().cast()) })
+    }
+
+    /// The first `n` lanes of `four` measured and added to `out` in edge
+    /// order, as [`super::edge`] adds each (a lane past `n` is measured and
+    /// left out).
+    #[inline]
+    #[target_feature(enable = "avx2")]
+    fn measure<const QUADS: bool, const HARD: bool>(
+        four: &Four,
+        n: usize,
+        test: QuadTest,
+        hard_cos: f64,
+        out: &mut Slice,
+    ) {
+        let [a, b, c, d] = [load(&four.q[0]), load(&four.q[1]), load(&four.q[2]), load(&four.q[3])];
+        let (n1, n2) = (normal(&four.f[0]), normal(&four.f[1]));
+        // Inconsistent winding: the faces compared as if wound alike.
+        let alike = mask_of(&four.alike);
+        let sign = _mm256_set1_pd(-0.0);
+        let n2h = [0, 1, 2].map(|i| select(alike, _mm256_xor_pd(n2[i], sign), n2[i]));
+        let cos = dot(n1, n2h);
+        let (l, hard) = if HARD {
+            let ab = sub(a, b);
+            let l = _mm256_sqrt_pd(dot(ab, ab));
+            let limit = _mm256_set1_pd(hard_cos + 1e-12);
+            let hard = _mm256_and_pd(_mm256_and_pd(nonzero(n1), nonzero(n2h)), _mm256_cmp_pd::<_CMP_LE_OQ>(cos, limit));
+            (store(l), flags(hard))
+        } else {
+            ([0.0; 4], [false; 4])
+        };
+        let (score, quad) = if QUADS {
+            // The quad's four corners, each cosine taken absolutely; a
+            // corner out of range (or NaN) fails the lane.
+            let (one, zero) = (_mm256_set1_pd(1.0), _mm256_setzero_pd());
+            let corner = _mm256_set1_pd(test.corner);
+            let mut score = zero;
+            let mut ok = mask_of(&four.quad);
+            for (prev, at, next) in [(c, a, d), (a, d, b), (d, b, c), (b, c, a)] {
+                let (u, v) = (sub(prev, at), sub(next, at));
+                let (lu, lv) = (_mm256_sqrt_pd(dot(u, u)), _mm256_sqrt_pd(dot(v, v)));
+                let q = _mm256_div_pd(dot(u, v), _mm256_mul_pd(lu, lv));
+                // `clamp(-1.0, 1.0)`: below -1 is -1, above 1 is 1, a NaN kept.
+                let q = select(_mm256_cmp_pd::<_CMP_LT_OQ>(q, _mm256_set1_pd(-1.0)), _mm256_set1_pd(-1.0), q);
+                let q = select(_mm256_cmp_pd::<_CMP_GT_OQ>(q, one), one, q);
+                // 1 where either side has no length.
+                let degenerate =
+                    _mm256_or_pd(_mm256_cmp_pd::<_CMP_EQ_OQ>(lu, zero), _mm256_cmp_pd::<_CMP_EQ_OQ>(lv, zero));
+                let cos = abs(select(degenerate, one, q));
+                // Passes when neither NaN nor above the limit.
+                ok = _mm256_and_pd(ok, _mm256_cmp_pd::<_CMP_NGT_UQ>(cos, corner));
+                ok = _mm256_and_pd(ok, _mm256_cmp_pd::<_CMP_ORD_Q>(cos, cos));
+                score = _mm256_add_pd(score, cos);
+            }
+            // Planar: `!(cos < planar)`, a NaN passing.
+            let planar = _mm256_cmp_pd::<_CMP_NLT_UQ>(cos, _mm256_set1_pd(test.planar));
+            // Convex: `!(s1 s2 >= 0) && !(s3 s4 >= 0)`, the faces' unit
+            // normals summed (a candidate's `n2h` is `n2`).
+            let sum = [0, 1, 2].map(|i| _mm256_add_pd(n1[i], n2[i]));
+            let (s1, s2) = (side(a, b, c, sum), side(a, b, d, sum));
+            let (s3, s4) = (side(c, d, a, sum), side(c, d, b, sum));
+            let convex = _mm256_and_pd(
+                _mm256_cmp_pd::<_CMP_NGE_UQ>(_mm256_mul_pd(s1, s2), zero),
+                _mm256_cmp_pd::<_CMP_NGE_UQ>(_mm256_mul_pd(s3, s4), zero),
+            );
+            (store(score), flags(_mm256_and_pd(_mm256_and_pd(ok, planar), convex)))
+        } else {
+            ([0.0; 4], [false; 4])
+        };
+        for k in 0..n {
+            if HARD {
+                out.lens.push(l[k]);
+                if hard[k] {
+                    out.hard.push((l[k], four.t0[k]));
+                }
+            }
+            if QUADS && quad[k] {
+                out.candidates.push(pack(score[k], four.ei[k]));
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::geom::testrng::XorShift;
 
     /// A height field of `n` x `n` cells with random creases and jitter,
-    /// some triangles wound the other way, some collapsed to a line, and a
-    /// fin (an edge of three faces): about 3 n^2 edges.
+    /// some triangles wound the other way, some collapsed to a line, a fin
+    /// (an edge of three faces), and two triangles on the field's edge with
+    /// a corner that is not finite (NaN, infinite): about 3 n^2 edges.
     fn field(n: u32, seed: u64) -> Topology {
         let mut rng = XorShift::new(seed);
         let points: Vec<[f64; 3]> = (0..=n)
@@ -349,7 +663,7 @@ mod tests {
                 let z = if rng.below(5) == 0 { rng.unit() * 0.01 } else { 0.0 };
                 [x as f64 * 0.01 + rng.unit() * 1e-3, y as f64 * 0.01, z]
             })
-            .chain([[0.0, 0.0, 1.0]])
+            .chain([[0.0, 0.0, 1.0], [f64::NAN, 0.0, 0.0], [f64::INFINITY, -1.0, 0.0]])
             .collect();
         let at = |x: u32, y: u32| y * (n + 1) + x;
         let mut rng = XorShift::new(seed ^ 7);
@@ -362,7 +676,10 @@ mod tests {
                 _ => t,
             })
             .collect();
-        triangles.push([at(0, 0), at(1, 0), (n + 1) * (n + 1)]);
+        let far = (n + 1) * (n + 1);
+        triangles.push([at(0, 0), at(1, 0), far]);
+        triangles.push([at(3, 0), at(2, 0), far + 1]);
+        triangles.push([at(5, 0), at(4, 0), far + 2]);
         Topology::build(&points, &triangles, 1e-9)
     }
 
@@ -461,6 +778,43 @@ mod tests {
             .collect();
         assert_eq!(flat, candidates);
         assert!(candidates.len() > 1000 && hard > 100, "{} candidates, {hard} hard", candidates.len());
+    }
+
+    #[test]
+    fn four_edges_at_a_time_are_an_edge_at_a_time_to_the_bit() {
+        // `slice` measures four at a time where the CPU has AVX2 (a CPU
+        // without it compares the edge-at-a-time walk with itself).
+        let t = field(60, 4);
+        let degenerate = Bits::from_bools(&(0..t.triangles.len()).map(|i| i % 41 == 2).collect::<Vec<bool>>());
+        let quads = Some((&degenerate, test_limits()));
+        let hard_cos = 20f64.to_radians().cos();
+        // Slices of every length modulo four: the last lanes left empty.
+        for end in [t.edges.len(), t.edges.len() - 1, t.edges.len() - 2, t.edges.len() - 3] {
+            let (mut fast, mut plain) = (Slice::default(), Slice::default());
+            slice::<true, true>(&t, 0..end, quads, hard_cos, &mut fast);
+            slice_by_edge::<true, true>(&t, 0..end, quads, hard_cos, &mut plain);
+            assert_eq!(fast.candidates, plain.candidates);
+            assert_eq!(
+                fast.lens.iter().map(|l| l.to_bits()).collect::<Vec<_>>(),
+                plain.lens.iter().map(|l| l.to_bits()).collect::<Vec<_>>()
+            );
+            assert_eq!(
+                fast.hard.iter().map(|h| (h.0.to_bits(), h.1)).collect::<Vec<_>>(),
+                plain.hard.iter().map(|h| (h.0.to_bits(), h.1)).collect::<Vec<_>>()
+            );
+            assert!(fast.candidates.len() > 100 && fast.hard.len() > 10);
+            // Each check walking alone.
+            let (mut fast_q, mut plain_q) = (Slice::default(), Slice::default());
+            slice::<true, false>(&t, 0..end, quads, 0.0, &mut fast_q);
+            slice_by_edge::<true, false>(&t, 0..end, quads, 0.0, &mut plain_q);
+            assert_eq!(fast_q.candidates, plain.candidates);
+            assert_eq!(plain_q.candidates, plain.candidates);
+            let (mut fast_h, mut plain_h) = (Slice::default(), Slice::default());
+            slice::<false, true>(&t, 0..end, None, hard_cos, &mut fast_h);
+            slice_by_edge::<false, true>(&t, 0..end, None, hard_cos, &mut plain_h);
+            assert_eq!(fast_h.lens, plain.lens);
+            assert_eq!((&fast_h.hard, &plain_h.hard), (&plain.hard, &plain.hard));
+        }
     }
 
     #[test]
