@@ -505,7 +505,7 @@ mod tests {
 
     #[test]
     fn floor_without_a_call_is_floor_for_every_kind_of_number() {
-        let mut rng = crate::geom::testrng::XorShift::new(0xf1_00_12);
+        let mut rng = crate::geom::testrng::XorShift::new(0x00f1_0012);
         let special = [
             0.0,
             -0.0,
