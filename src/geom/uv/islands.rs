@@ -198,138 +198,13 @@ fn each_triangle(
 }
 
 /// Every vertex's UV point (vertices with the same UV bits, across meshes,
-/// are one point), as an id in `0..points`, and `points`; [`NO_POINT`] for
-/// a vertex whose UV is not finite. The islands do not depend on how the
-/// points are numbered (a set's label is its first triangle's place).
-///
-/// In parts on the pool ([`point_ids_in_parts`]) from
-/// [`crate::geom::parts::PARALLEL_FROM`] vertices, else (or when a part's
-/// table fills) on this thread ([`point_ids_in_order`]).
+/// are one point), as an id in `0..points` numbered in order of first
+/// appearance, and `points`; [`NO_POINT`] for a vertex whose UV is not
+/// finite. Open addressing with linear probing, on this thread: hashing in
+/// parts into one table took longer on two cores than this (each slot
+/// claimed by a compare-and-swap, and its first vertex kept by another,
+/// both missing the cache).
 fn point_ids(meshes: &[UvMesh<'_>]) -> (Vec<u32>, usize) {
-    let vertices: usize = meshes.iter().map(|m| m.uvs.len()).sum();
-    let parts = parts_for(vertices);
-    if parts > 1
-        && vertices < LOCAL_IDS
-        && let Some(found) = point_ids_in_parts(meshes, vertices, parts)
-    {
-        return found;
-    }
-    point_ids_in_order(meshes)
-}
-
-/// A part's point ids are below this in [`point_ids_in_parts`]: the two
-/// bits above hold the part.
-const LOCAL_IDS: usize = 1 << 30;
-
-/// The part of [`point_ids_in_parts`] that hashes the UV key `k`: a hash of
-/// its own, not the slot's (whose top bits would then leave each part's
-/// table a fraction of its slots), reduced to `0..parts`.
-#[inline(always)]
-fn part_of(k: u64, parts: usize) -> usize {
-    let h = (k ^ (k >> 29)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    (((h >> 32) * parts as u64) >> 32) as usize
-}
-
-/// [`point_ids`] in `parts` parts on the pool, each part the keys that
-/// [`part_of`] gives it, in a table of its own (no slot is shared, so no
-/// compare-and-swap: hashing in parts into one table, each slot claimed by
-/// one, took longer on two cores than one thread did). Every part reads
-/// every vertex's key and probes for its own; a part's ids are numbered
-/// from the points of the parts before it. The tables are faulted in before
-/// the parts start, so that no part waits inside its job (a thread waiting
-/// there may take the other part's job and run both). `None` when a part's
-/// table fills past seven eighths (keys made to fall in one part): the
-/// caller numbers them on one thread.
-fn point_ids_in_parts(meshes: &[UvMesh<'_>], vertices: usize, parts: usize) -> Option<(Vec<u32>, usize)> {
-    // Each part's table as the one table's share: at most two thirds full
-    // when the points split evenly.
-    let cap = ((vertices + vertices / 2) / parts).next_power_of_two().max(16);
-    let full = cap / 8 * 7;
-    let shift = 64 - cap.trailing_zeros();
-    let slot_of = |k: u64| (k.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> shift) as usize;
-    let mut point = vec![0u32; vertices];
-    // Keys, and ids + 1 (0 marks an empty slot), a table a part.
-    let (mut slot_key, mut slot_id) = (vec![0u64; cap * parts], vec![0u32; cap * parts]);
-    crate::memory::prefault(&mut slot_key);
-    crate::memory::prefault(&mut slot_id);
-    let counted: Vec<Option<u32>> = {
-        let shared = parts::shared_u32s(&mut point);
-        let jobs: Vec<_> = slot_key.chunks_mut(cap).zip(slot_id.chunks_mut(cap)).enumerate().collect();
-        jobs.into_par_iter()
-            .map(|(part, (slot_key, slot_id))| {
-                let tag = (part as u32) << 30;
-                let mut points = 0u32;
-                let mut v = 0usize;
-                let (mut keys, mut mine) = ([0u64; BLOCK], [false; BLOCK]);
-                for m in meshes {
-                    for block in m.uvs.chunks(BLOCK) {
-                        for ((k, own), &p) in keys.iter_mut().zip(mine.iter_mut()).zip(block) {
-                            *k = uv_key(p);
-                            *own = part_of(*k, parts) == part;
-                            if *own {
-                                let i = slot_of(*k);
-                                prefetch(&slot_id[i]);
-                                prefetch(&slot_key[i]);
-                            }
-                        }
-                        for ((&k, &own), &p) in keys.iter().zip(&mine).zip(block) {
-                            let at = v;
-                            v += 1;
-                            if !(p[0].is_finite() && p[1].is_finite()) {
-                                if part == 0 {
-                                    shared[at].store(NO_POINT, Relaxed);
-                                }
-                                continue;
-                            }
-                            if !own {
-                                continue;
-                            }
-                            let mut i = slot_of(k);
-                            let id = loop {
-                                let id = slot_id[i];
-                                if id == 0 {
-                                    if points as usize == full {
-                                        return None;
-                                    }
-                                    points += 1;
-                                    (slot_key[i], slot_id[i]) = (k, points);
-                                    break points;
-                                }
-                                if slot_key[i] == k {
-                                    break id;
-                                }
-                                i = (i + 1) & (cap - 1);
-                            };
-                            shared[at].store(tag | (id - 1), Relaxed);
-                        }
-                    }
-                }
-                Some(points)
-            })
-            .collect()
-    };
-    drop((slot_key, slot_id));
-    let counted: Vec<u32> = counted.into_iter().collect::<Option<_>>()?;
-    // Each part's ids follow the points of the parts before it.
-    let mut first = Vec::with_capacity(parts);
-    let mut points = 0u32;
-    for &n in &counted {
-        first.push(points);
-        points += n;
-    }
-    point.par_chunks_mut(1 << 14).for_each(|chunk| {
-        for x in chunk {
-            if *x != NO_POINT {
-                *x = first[(*x >> 30) as usize] + (*x & (LOCAL_IDS as u32 - 1));
-            }
-        }
-    });
-    Some((point, points as usize))
-}
-
-/// [`point_ids`] on this thread, numbered in order of first appearance:
-/// open addressing with linear probing.
-fn point_ids_in_order(meshes: &[UvMesh<'_>]) -> (Vec<u32>, usize) {
     let vertices: usize = meshes.iter().map(|m| m.uvs.len()).sum();
     // At most two thirds full (a third of the memory of a table twice the
     // points, with probes still short).
@@ -506,64 +381,6 @@ mod tests {
         for parts in 1..=4 {
             assert_eq!(islands_in_parts(&meshes, parts), want, "{parts} parts");
         }
-    }
-
-    /// Whether two numberings of the vertices name the same points: the
-    /// same vertices not finite, and a one-to-one map between the ids.
-    fn same_points(a: &(Vec<u32>, usize), b: &(Vec<u32>, usize)) -> bool {
-        let mut to = vec![NO_POINT; a.1];
-        let mut from = vec![NO_POINT; b.1];
-        a.1 == b.1
-            && a.0.len() == b.0.len()
-            && a.0.iter().zip(&b.0).all(|(&x, &y)| {
-                if x == NO_POINT || y == NO_POINT {
-                    return x == y;
-                }
-                let (t, f) = (&mut to[x as usize], &mut from[y as usize]);
-                let fits = (*t == NO_POINT || *t == y) && (*f == NO_POINT || *f == x);
-                (*t, *f) = (y, x);
-                fits
-            })
-    }
-
-    #[test]
-    fn points_numbered_in_parts_are_the_points_numbered_in_order() {
-        // Many vertices repeating few points (so the tables' probes
-        // collide), zeros of both signs (one point), and UVs that are not
-        // finite, over two meshes.
-        let mut rng = crate::geom::testrng::XorShift::new(0x0901_71d5);
-        let point = |rng: &mut crate::geom::testrng::XorShift| match rng.below(50) {
-            0 => [f32::NAN, 0.5],
-            1 => [0.25, f32::INFINITY],
-            2 => [-0.0, 0.0],
-            3 => [0.0, -0.0],
-            _ => [rng.below(300) as f32 / 299.0, rng.below(300) as f32 / 299.0],
-        };
-        let uvs: Vec<[f32; 2]> = (0..90_000).map(|_| point(&mut rng)).collect();
-        let more: Vec<[f32; 2]> = (0..30_000).map(|_| point(&mut rng)).collect();
-        let meshes = [mesh(&uvs, &[]), mesh(&more, &[])];
-        let in_order = point_ids_in_order(&meshes);
-        assert!(in_order.1 > 50_000 && in_order.0.contains(&NO_POINT), "{} points", in_order.1);
-        for parts in 2..=4 {
-            let found = point_ids_in_parts(&meshes, 120_000, parts).expect("the keys split evenly");
-            assert!(same_points(&found, &in_order), "{parts} parts");
-            assert!(!same_points(&found, &(found.0.iter().map(|&x| x.min(1)).collect(), found.1)));
-        }
-        assert!(same_points(&point_ids(&meshes), &in_order));
-    }
-
-    #[test]
-    fn keys_that_all_fall_in_one_part_are_numbered_on_one_thread() {
-        let mut rng = crate::geom::testrng::XorShift::new(7);
-        let uvs: Vec<[f32; 2]> = std::iter::repeat_with(|| [rng.unit() as f32, rng.unit() as f32])
-            .filter(|&p| part_of(uv_key(p), 2) == 0)
-            .take(5000)
-            .collect();
-        let meshes = [mesh(&uvs, &[])];
-        assert_eq!(point_ids_in_parts(&meshes, uvs.len(), 2), None);
-        let in_order = point_ids_in_order(&meshes);
-        assert_eq!(in_order.1, 5000);
-        assert!(same_points(&point_ids_in_parts(&meshes, uvs.len(), 1).expect("one part holds all"), &in_order));
     }
 
     #[test]
