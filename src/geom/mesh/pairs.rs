@@ -266,6 +266,9 @@ fn slice<const QUADS: bool, const HARD: bool>(
     hard_cos: f64,
     out: &mut Slice,
 ) {
+    if HARD {
+        out.lens.reserve(edges.len());
+    }
     #[cfg(target_arch = "x86_64")]
     if std::arch::is_x86_feature_detected!("avx2") {
         // SAFETY: the CPU has AVX2, checked just above.
@@ -282,9 +285,6 @@ fn slice_by_edge<const QUADS: bool, const HARD: bool>(
     hard_cos: f64,
     out: &mut Slice,
 ) {
-    if HARD {
-        out.lens.reserve(edges.len());
-    }
     for (ei, e) in edges.clone().zip(t.edges.range(edges)) {
         if e.count == 2 {
             edge::<QUADS, HARD>(t, ei, e, quads, hard_cos, out);
@@ -292,12 +292,23 @@ fn slice_by_edge<const QUADS: bool, const HARD: bool>(
     }
 }
 
-/// Whether the faces `t0` and `t1` of a manifold edge may make a quad:
-/// they walk it in opposite directions (not `alike`) and neither is
-/// degenerate.
+/// The two faces of the manifold edge `e` as the walk reads them: their
+/// triangles, whether they walk `e` the same way, and whether they may make
+/// a quad (`QUADS`: they walk it in opposite directions and neither is
+/// degenerate); `None` when no check asked reads anything of the edge.
 #[inline(always)]
-fn may_pair(quads: Option<(&Bits, QuadTest)>, alike: bool, t0: u32, t1: u32) -> bool {
-    !alike && quads.is_some_and(|(degenerate, _)| !degenerate.get(t0 as usize) && !degenerate.get(t1 as usize))
+fn read_faces<const QUADS: bool, const HARD: bool>(
+    t: &Topology,
+    e: Edge,
+    quads: Option<(&Bits, QuadTest)>,
+) -> Option<(u32, u32, bool, bool)> {
+    let f = t.faces(e);
+    let (t0, t1) = (f[0].tri(), f[1].tri());
+    let alike = f[0].forward() == f[1].forward();
+    let quad = QUADS
+        && !alike
+        && quads.is_some_and(|(degenerate, _)| !degenerate.get(t0 as usize) && !degenerate.get(t1 as usize));
+    (HARD || quad).then_some((t0, t1, alike, quad))
 }
 
 /// One manifold edge `e` (index `ei`) into `out`.
@@ -310,13 +321,7 @@ fn edge<const QUADS: bool, const HARD: bool>(
     hard_cos: f64,
     out: &mut Slice,
 ) {
-    let f = t.faces(e);
-    let (t0, t1) = (f[0].tri(), f[1].tri());
-    let alike = f[0].forward() == f[1].forward();
-    let quad = QUADS && may_pair(quads, alike, t0, t1);
-    if !HARD && !quad {
-        return;
-    }
+    let Some((t0, t1, alike, quad)) = read_faces::<QUADS, HARD>(t, e, quads) else { return };
     let test = quads.map_or(NO_QUADS, |(_, q)| q);
     let (tri0, tri1) = (t.triangles[t0 as usize], t.triangles[t1 as usize]);
     let p = |i: u32| t.vertices.get(i);
@@ -372,7 +377,7 @@ const NO_QUADS: QuadTest = QuadTest { planar: f64::INFINITY, corner: f64::NEG_IN
 /// tests hold the two walks to each other and to a loop written out).
 #[cfg(target_arch = "x86_64")]
 mod avx2 {
-    use super::{Bits, Edge, QuadTest, Slice, Topology, may_pair, pack};
+    use super::{Bits, Edge, QuadTest, Slice, Topology, pack, read_faces};
     use std::arch::x86_64::*;
 
     /// Four lanes of a 3D vector, one register a component.
@@ -405,9 +410,6 @@ mod avx2 {
         hard_cos: f64,
         out: &mut Slice,
     ) {
-        if HARD {
-            out.lens.reserve(edges.len());
-        }
         let test = quads.map_or(super::NO_QUADS, |(_, q)| q);
         let mut four = Four::default();
         let mut n = 0;
@@ -415,13 +417,7 @@ mod avx2 {
             if e.count != 2 {
                 continue;
             }
-            let f = t.faces(e);
-            let (t0, t1) = (f[0].tri(), f[1].tri());
-            let alike = f[0].forward() == f[1].forward();
-            let quad = QUADS && may_pair(quads, alike, t0, t1);
-            if !HARD && !quad {
-                continue;
-            }
+            let Some((t0, t1, alike, quad)) = read_faces::<QUADS, HARD>(t, e, quads) else { continue };
             gather(&mut four, n, t, e, (ei, t0, t1), alike, quad);
             n += 1;
             if n == 4 {
