@@ -439,6 +439,36 @@ fn both_orders_of_the_checks_give_the_same_results() {
     }
 }
 
+/// TOP-001 and TOP-004 selected together share one walk over the manifold
+/// edges (`catalog::prepare`, four edges at a time where the CPU has
+/// AVX2), beside GEO-008's fan walks; selected alone, each walks the edges
+/// itself. Either way, and on either side of `engine::PHASED_WORLD_BYTES`,
+/// each reports what it reports in the full run: a sphere with flipped and
+/// collapsed triangles (quad candidates, GEO-008's vertices) and a box
+/// (hard edges).
+#[test]
+fn the_shared_edge_walk_gives_each_check_what_it_finds_alone() {
+    for (segments, rings) in [(24, 12), (160, 80)] {
+        let mut ball = sphere(segments, rings, 1.0);
+        ball.flip_triangles(0..7);
+        ball.add_degenerate();
+        let mut doc = Doc::single(ball);
+        doc.meshes.push(Mesh { primitives: vec![cube(1.0)] });
+        doc.nodes.push(Node { mesh: Some(1), translation: Some([-3.0, 0.0, 0.0]), ..Node::default() });
+        doc.scene_roots.push(1);
+        let all = run(&doc, &["geometry", "topology"]);
+        let json = |r: &Report, id: &str| serde_json::to_value(check(r, id)).unwrap();
+        for only in [&["TOP-001"][..], &["TOP-004"], &["GEO-008"], &["TOP-001", "TOP-004"], &["TOP-004", "GEO-008"]] {
+            let alone = run(&doc, only);
+            for id in only {
+                assert_eq!(json(&alone, id), json(&all, id), "{id} with {only:?}, {segments} segments");
+            }
+        }
+        assert!(int(&all, "TOP-001", "quads") > 100, "quads paired");
+        assert!(int(&all, "TOP-004", "hard_edges") >= 12, "the box's edges are hard");
+    }
+}
+
 /// The `MESHCHECK_CHECK_TIMES` timeline (stderr) of `validate FILE` with
 /// only the checks `only`, on a mesh that must be checked in two phases.
 fn two_phase_timeline(file: &std::path::Path, only: &[&str]) -> String {
