@@ -12,7 +12,7 @@
 //! arithmetic in the same order as when it walks alone, so the candidates
 //! and the sums are the same to the bit (the tests hold the walk together
 //! to the walks apart). Where the CPU has AVX2, four edges are measured at
-//! once ([`avx2`]), to the same bits as an edge at a time.
+//! once (`avx2`), to the same bits as an edge at a time.
 
 use super::edges::{Edge, Topology};
 use super::vector::{cross, dot, len, normal, sub};
