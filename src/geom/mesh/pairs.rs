@@ -456,12 +456,15 @@ mod avx2 {
         }
     }
 
-    #[inline(always)]
+    /// A lane-wise point from its components' rows.
+    #[inline]
+    #[target_feature(enable = "avx2")]
     fn load(x: &[[f64; 4]; 3]) -> V3 {
         // SAFETY: each row is four f64s; unaligned loads.
         unsafe { [_mm256_loadu_pd(x[0].as_ptr()), _mm256_loadu_pd(x[1].as_ptr()), _mm256_loadu_pd(x[2].as_ptr())] }
     }
 
+    /// [`super::sub`], lane-wise.
     #[inline]
     #[target_feature(enable = "avx2")]
     fn sub(x: V3, y: V3) -> V3 {
@@ -547,6 +550,7 @@ mod avx2 {
         [m & 1 != 0, m & 2 != 0, m & 4 != 0, m & 8 != 0]
     }
 
+    /// The four lanes as numbers.
     #[inline]
     #[target_feature(enable = "avx2")]
     fn store(x: __m256d) -> [f64; 4] {
@@ -556,6 +560,7 @@ mod avx2 {
         out
     }
 
+    /// Flags kept as all-ones or all-zero words, as a lane mask.
     #[inline]
     #[target_feature(enable = "avx2")]
     fn mask_of(bits: &[u64; 4]) -> __m256d {
