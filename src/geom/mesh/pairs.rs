@@ -312,6 +312,19 @@ fn read_faces<const QUADS: bool, const HARD: bool>(
     (HARD || quad).then_some((t0, t1, alike, quad))
 }
 
+/// The corners of the manifold edge `e` whose faces are the triangles `t0`
+/// and `t1`: the quad c, a, d, b (the edge's ends a and b, the first
+/// face's third corner c, the second's d: four corners read, not six and
+/// the ends again), and each face's corners in its triangle's own order
+/// ([`Topology::face_corners`], its normal's operands).
+#[inline(always)]
+fn read_corners(t: &Topology, e: Edge, t0: u32, t1: u32) -> ([[f64; 3]; 4], [[[f64; 3]; 3]; 2]) {
+    let (tri0, tri1) = (t.triangles[t0 as usize], t.triangles[t1 as usize]);
+    let p = |i: u32| t.vertices.get(i);
+    let (a, b, c, d) = (p(e.a), p(e.b), p(Topology::opposite(tri0, e)), p(Topology::opposite(tri1, e)));
+    ([a, b, c, d], [Topology::face_corners(tri0, e, (a, b), c), Topology::face_corners(tri1, e, (a, b), d)])
+}
+
 /// One manifold edge `e` (index `ei`) into `out`.
 #[inline(always)]
 fn edge<const QUADS: bool, const HARD: bool>(
@@ -324,14 +337,9 @@ fn edge<const QUADS: bool, const HARD: bool>(
 ) {
     let Some((t0, t1, alike, quad)) = read_faces::<QUADS, HARD>(t, e, quads) else { return };
     let test = quads.map_or(NO_QUADS, |(_, q)| q);
-    let (tri0, tri1) = (t.triangles[t0 as usize], t.triangles[t1 as usize]);
-    let p = |i: u32| t.vertices.get(i);
-    // The quad c, a, d, b: the edge's ends and the faces' third corners,
-    // four corners read, not six and the ends again.
-    let (a, b, c, d) = (p(e.a), p(e.b), p(Topology::opposite(tri0, e)), p(Topology::opposite(tri1, e)));
+    let ([a, b, c, d], faces) = read_corners(t, e, t0, t1);
     let normals = || {
-        let ([p0, p1, p2], [q0, q1, q2]) =
-            (Topology::face_corners(tri0, e, (a, b), c), Topology::face_corners(tri1, e, (a, b), d));
+        let [[p0, p1, p2], [q0, q1, q2]] = faces;
         (normal(p0, p1, p2), normal(q0, q1, q2))
     };
     if HARD {
@@ -378,7 +386,7 @@ const NO_QUADS: QuadTest = QuadTest { planar: f64::INFINITY, corner: f64::NEG_IN
 /// tests hold the two walks to each other and to a loop written out).
 #[cfg(target_arch = "x86_64")]
 mod avx2 {
-    use super::{Bits, Edge, QuadTest, Slice, Topology, pack, read_faces};
+    use super::{Bits, Edge, QuadTest, Slice, Topology, pack, read_corners, read_faces};
     use std::arch::x86_64::*;
 
     /// Four lanes of a 3D vector, one register a component.
@@ -436,14 +444,11 @@ mod avx2 {
     #[inline(always)]
     fn gather(four: &mut Four, k: usize, t: &Topology, e: Edge, at: (usize, u32, u32), alike: bool, quad: bool) {
         let (ei, t0, t1) = at;
-        let (tri0, tri1) = (t.triangles[t0 as usize], t.triangles[t1 as usize]);
-        let p = |i: u32| t.vertices.get(i);
-        let (a, b, c, d) = (p(e.a), p(e.b), p(Topology::opposite(tri0, e)), p(Topology::opposite(tri1, e)));
+        let ([a, b, c, d], faces) = read_corners(t, e, t0, t1);
         four.ei[k] = ei;
         four.t0[k] = t0;
         four.alike[k] = if alike { u64::MAX } else { 0 };
         four.quad[k] = if quad { u64::MAX } else { 0 };
-        let faces = [Topology::face_corners(tri0, e, (a, b), c), Topology::face_corners(tri1, e, (a, b), d)];
         for c3 in 0..3 {
             for (j, point) in [a, b, c, d].iter().enumerate() {
                 four.q[j][c3][k] = point[c3];
