@@ -144,13 +144,24 @@ fn weld_sorted(points: &[[f64; 3]], tol: f64) -> Result<Welded, SortedMiss> {
     // exactly n pairs: a filtered list grew by doubling, copying as it
     // went, beside an array of the keys alone). Non-finite points carry
     // KEY_SKIP, the largest key, so they sort last and are cut off.
+    // Beside them, each point's faces near it (`near_bits`), found while
+    // the point is at hand: the walk reads a point again only when its
+    // cell holds another or a face is near it (a third of s13's points),
+    // from an array of a byte a point that stays in the cache, where the
+    // points, read in the sorted order, do not (s13's walk: 15.8 -> 6.1
+    // ms, its key pass 3.1 -> 4.2).
+    let mut near = vec![0u8; n];
     let mut sorted: Vec<(u64, u32)> = points
         .par_iter()
+        .zip(near.par_iter_mut())
         .enumerate()
-        .map(|(i, p)| {
-            let k =
-                if !p.iter().all(|v| v.is_finite()) { KEY_SKIP } else { CellMap::pack(cell_of(p)).unwrap_or(KEY_WIDE) };
-            (k, i as u32)
+        .map(|(i, (p, near))| {
+            if !p.iter().all(|v| v.is_finite()) {
+                return (KEY_SKIP, i as u32);
+            }
+            let k = cell_of(p);
+            *near = near_bits(p, k, cell, tol);
+            (CellMap::pack(k).unwrap_or(KEY_WIDE), i as u32)
         })
         .collect();
     if sorted.par_iter().any(|&(k, _)| k == KEY_WIDE) {
@@ -197,9 +208,12 @@ fn weld_sorted(points: &[[f64; 3]], tol: f64) -> Result<Welded, SortedMiss> {
             let key = cell_keys[c];
             let k = [(key >> 42) as i64, ((key >> 21) & (F as u64 - 1)) as i64, (key & (F as u64 - 1)) as i64];
             for a in run {
-                // The same face test as the hash grid, in packed coordinates.
-                let Some(range) = near_faces(at(a), k.map(|c| c - CellMap::LIMIT), cell, tol) else { continue };
-                each_neighbour_cell(k, range, |slot, target| {
+                // The same face test as the hash grid, found with the keys.
+                let bits = near[sorted[a].1 as usize];
+                if bits == 0 {
+                    continue;
+                }
+                each_neighbour_cell(k, face_range(bits), |slot, target| {
                     let found = gallop(&cell_keys, cursor[slot], target);
                     cursor[slot] = found;
                     if found < cell_keys.len() && cell_keys[found] == target {
@@ -285,6 +299,25 @@ fn near_faces(p: &[f64; 3], k: [i64; 3], cell: f64, tol: f64) -> Option<[[i64; 2
         range[a] = [if p[a] - lo <= tol { -1 } else { 0 }, if lo + cell - p[a] <= tol { 1 } else { 0 }];
     }
     range.iter().any(|r| r != &[0, 0]).then_some(range)
+}
+
+/// [`near_faces`]' answer in six bits, two an axis: the low one for the
+/// face below (offset -1), the high one for the face above (+1); 0 when
+/// no face is near. The same arithmetic, without the array (a test holds
+/// the two together).
+#[inline(always)]
+fn near_bits(p: &[f64; 3], k: [i64; 3], cell: f64, tol: f64) -> u8 {
+    let mut bits = 0;
+    for a in 0..3 {
+        let lo = k[a] as f64 * cell;
+        bits |= u8::from(p[a] - lo <= tol) << (2 * a) | u8::from(lo + cell - p[a] <= tol) << (2 * a + 1);
+    }
+    bits
+}
+
+/// The offsets [`near_bits`] packed (not 0), as [`near_faces`] gives them.
+fn face_range(bits: u8) -> [[i64; 2]; 3] {
+    std::array::from_fn(|a| [-i64::from(bits >> (2 * a) & 1), i64::from(bits >> (2 * a + 1) & 1)])
 }
 
 /// Packed cell coordinates run over 0..2^21 on each axis (21 bits each in
@@ -501,6 +534,46 @@ mod tests {
             starts.push(n as u32);
             assert_eq!(cells_of(&sorted), (keys, starts), "{n} keys");
         }
+    }
+
+    /// [`near_faces`]' answer as [`near_bits`] packs it.
+    fn face_bits(range: Option<[[i64; 2]; 3]>) -> u8 {
+        range.map_or(0, |r| {
+            (0..3).fold(0, |bits, a| bits | u8::from(r[a][0] == -1) << (2 * a) | u8::from(r[a][1] == 1) << (2 * a + 1))
+        })
+    }
+
+    #[test]
+    fn the_faces_found_with_the_keys_are_the_faces_the_walk_tested() {
+        // Points inside cells, on their faces, a tolerance from them (each
+        // side), at corners, at negative coordinates, and in cells barely
+        // two tolerances wide (both faces of an axis near): the bits are
+        // near_faces' answer, and they unpack to its offsets.
+        let mut rng = crate::geom::testrng::XorShift::new(0xfa_ce5);
+        let mut seen = [false; 64];
+        for (tol, cells) in [(1e-3, CELL_TOLERANCES), (0.25, 2.0), (1e-7, CELL_TOLERANCES)] {
+            let cell = cells * tol;
+            for _ in 0..20_000 {
+                let p: [f64; 3] = std::array::from_fn(|_| {
+                    let k = (rng.unit() * 20.0).floor() - 10.0;
+                    let within = match rng.below(5) {
+                        0 => 0.0,
+                        1 => tol,
+                        2 => cell - tol,
+                        3 => tol * (1.0 + 1e-12),
+                        _ => rng.unit() * cell,
+                    };
+                    k * cell + within
+                });
+                let k = p.map(|v| floor_i64(v / cell));
+                let range = near_faces(&p, k, cell, tol);
+                let bits = near_bits(&p, k, cell, tol);
+                assert_eq!(bits, face_bits(range), "{p:?} {tol}");
+                assert_eq!(range, (bits != 0).then(|| face_range(bits)), "{p:?} {tol}");
+                seen[bits as usize] = true;
+            }
+        }
+        assert!(seen.iter().filter(|&&s| s).count() >= 27, "faces below, above and none on every axis");
     }
 
     #[test]
