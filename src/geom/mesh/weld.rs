@@ -164,11 +164,14 @@ fn weld_sorted(points: &[[f64; 3]], tol: f64) -> Result<Welded, SortedMiss> {
             (CellMap::pack(k).unwrap_or(KEY_WIDE), i as u32)
         })
         .collect();
-    if sorted.par_iter().any(|&(k, _)| k == KEY_WIDE) {
-        return Err(SortedMiss::NotPackable);
-    }
     sorted.par_sort_unstable();
     sorted.truncate(sorted.partition_point(|&(k, _)| k != KEY_SKIP));
+    // KEY_WIDE sorts last but for the non-finite points, cut off above:
+    // one look at the end instead of a pass over every key before the sort
+    // (which is wasted only for a mesh the hash grid then welds).
+    if sorted.last().is_some_and(|&(k, _)| k == KEY_WIDE) {
+        return Err(SortedMiss::NotPackable);
+    }
     let (cell_keys, starts) = cells_of(&sorted);
     let uf = SharedUnionFind::new(n);
     let tol2 = tol * tol;
@@ -651,6 +654,9 @@ mod tests {
         assert_eq!(sorted, weld_grid(&pts, tol, CELL_TOLERANCES, false).expect("sparse enough"));
         // Out of the packed range, and tolerance 0: handed to the hash grid.
         assert_eq!(weld_sorted(&[[1e12, 0.0, 0.0]], 1e-5), Err(SortedMiss::NotPackable));
+        // Found among others, and with a non-finite point sorted after it.
+        let wide = [[0.0; 3], [f64::NAN, 0.0, 0.0], [0.0, -1e12, 0.0], [1.0, 1.0, 1.0], [f64::INFINITY; 3]];
+        assert_eq!(weld_sorted(&wide, 1e-5), Err(SortedMiss::NotPackable));
         assert_eq!(weld_sorted(&[[0.0; 3]], 0.0), Err(SortedMiss::NotPackable));
     }
 
