@@ -50,18 +50,27 @@ pub fn positions_from_counts(counts: &mut [Vec<u32>]) -> u32 {
     at
 }
 
+/// `items` split into consecutive pieces of `lengths`, in order, so that
+/// each part of a pass in parts writes a piece of its own; the items past
+/// the last piece are left out. Panics when the lengths add up to more
+/// than `items` holds.
+pub fn split_by_lengths<T>(mut items: &mut [T], lengths: impl IntoIterator<Item = usize>) -> Vec<&mut [T]> {
+    let lengths = lengths.into_iter();
+    let mut pieces = Vec::with_capacity(lengths.size_hint().0);
+    for len in lengths {
+        let (head, tail) = std::mem::take(&mut items).split_at_mut(len);
+        items = tail;
+        pieces.push(head);
+    }
+    pieces
+}
+
 /// The words of a bit-a-item array (`words`, item i at bit i % 64 of word
 /// i / 64) that each of `ranges` owns, so that each part sets its items'
 /// bits in words of its own: the ranges must be in order and (but the
 /// last) end on multiples of 64, as [`ranges`] gives them with `align` 64.
-pub fn flag_words<'a>(mut words: &'a mut [u64], ranges: &[Range<usize>]) -> Vec<&'a mut [u64]> {
-    let mut parts = Vec::with_capacity(ranges.len());
-    for range in ranges {
-        let (head, tail) = std::mem::take(&mut words).split_at_mut(range.end.div_ceil(64) - range.start / 64);
-        words = tail;
-        parts.push(head);
-    }
-    parts
+pub fn flag_words<'a>(words: &'a mut [u64], ranges: &[Range<usize>]) -> Vec<&'a mut [u64]> {
+    split_by_lengths(words, ranges.iter().map(|r| r.end.div_ceil(64) - r.start / 64))
 }
 
 /// A slice of `u32` as atomics, so that several threads may each write
@@ -87,6 +96,22 @@ pub fn shared_u64s(words: &mut [u64]) -> &[AtomicU64] {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn pieces_split_by_lengths_are_the_slices_one_after_another() {
+        let mut items: Vec<u32> = (0..10).collect();
+        let pieces = split_by_lengths(&mut items, [3, 0, 4]);
+        let got: Vec<Vec<u32>> = pieces.into_iter().map(|p| p.to_vec()).collect();
+        assert_eq!(got, vec![vec![0, 1, 2], vec![], vec![3, 4, 5, 6]]);
+        // Each piece writes its own items; those past the last are left.
+        for (k, piece) in split_by_lengths(&mut items, [2, 5]).into_iter().enumerate() {
+            piece.iter_mut().for_each(|x| *x = 100 + k as u32);
+        }
+        assert_eq!(items, [100, 100, 101, 101, 101, 101, 101, 7, 8, 9]);
+        assert!(split_by_lengths(&mut items, []).is_empty());
+        let too_long = std::panic::catch_unwind(move || split_by_lengths(&mut items, [6, 5]).len());
+        assert!(too_long.is_err(), "more than the items hold");
+    }
 
     #[test]
     fn counts_in_parts_lay_entries_out_as_one_pass() {

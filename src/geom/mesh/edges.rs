@@ -14,7 +14,7 @@ use super::labels::ShellLabels;
 use super::vector::normal;
 use super::vertices::Vertices;
 use super::weld::{Welded, weld_report};
-use crate::geom::parts::{self, parts_for};
+use crate::geom::parts::{self, parts_for, split_by_lengths};
 use crate::geom::unionfind::{SharedUnionFind, UnionFind};
 use rayon::prelude::*;
 use std::sync::atomic::Ordering::Relaxed;
@@ -287,18 +287,14 @@ impl Topology {
         // chunk knows its edges' starts, and the result is the sequential one.
         const CHUNK: usize = 4096;
         let starts: Vec<usize> = (0..nv).step_by(CHUNK).collect();
-        let mut parts = Vec::with_capacity(starts.len());
-        let (mut rest_hi, mut rest_faces) = (&mut hi[..], &mut edge_faces[..]);
-        for &s in &starts {
-            let e = (s + CHUNK).min(nv);
-            let len = (offset[e] - offset[s]) as usize;
-            let (head_hi, tail_hi) = rest_hi.split_at_mut(len);
-            let (head_faces, tail_faces) = rest_faces.split_at_mut(len);
-            parts.push((s, head_hi, head_faces));
-            rest_hi = tail_hi;
-            rest_faces = tail_faces;
-        }
-        parts.into_par_iter().for_each(|(s, part_hi, part_faces)| {
+        // Each chunk's directed edges.
+        let lens = || starts.iter().map(|&s| (offset[(s + CHUNK).min(nv)] - offset[s]) as usize);
+        let parts: Vec<_> = starts
+            .iter()
+            .zip(split_by_lengths(&mut hi, lens()))
+            .zip(split_by_lengths(&mut edge_faces, lens()))
+            .collect();
+        parts.into_par_iter().for_each(|((&s, part_hi), part_faces)| {
             let base = offset[s];
             let mut scratch: Vec<u64> = Vec::new();
             for lo in s..(s + CHUNK).min(nv) {
@@ -347,18 +343,26 @@ impl Topology {
         let mut edge_start = vec![0u32; edge_count];
         let mut first = vec![0u32; nv + 1];
         {
-            let mut jobs = Vec::with_capacity(starts.len());
-            let (mut rest_hi, mut rest_start, mut rest_first) = (&mut hi[..], &mut edge_start[..], &mut first[1..]);
-            let mut before = 0usize;
-            for (&s, &n) in starts.iter().zip(&chunk_edges) {
-                let e = (s + CHUNK).min(nv);
-                let (head_hi, tail_hi) = rest_hi.split_at_mut((offset[e] - offset[s]) as usize);
-                let (head_start, tail_start) = rest_start.split_at_mut(n);
-                let (head_first, tail_first) = rest_first.split_at_mut(e - s);
-                jobs.push((s, before, head_hi, head_start, head_first));
-                (rest_hi, rest_start, rest_first) = (tail_hi, tail_start, tail_first);
-                before += n;
-            }
+            // Each chunk's directed edges, its edges, and its vertices' first edges.
+            let ends = starts.iter().map(|&s| (s + CHUNK).min(nv));
+            let his = split_by_lengths(
+                &mut hi,
+                starts.iter().zip(ends.clone()).map(|(&s, e)| (offset[e] - offset[s]) as usize),
+            );
+            let edge_starts = split_by_lengths(&mut edge_start, chunk_edges.iter().copied());
+            let firsts = split_by_lengths(&mut first[1..], starts.iter().zip(ends).map(|(&s, e)| e - s));
+            let befores = chunk_edges.iter().scan(0usize, |before, &n| {
+                *before += n;
+                Some(*before - n)
+            });
+            let jobs: Vec<_> = starts
+                .iter()
+                .zip(befores)
+                .zip(his)
+                .zip(edge_starts)
+                .zip(firsts)
+                .map(|((((&s, before), hi), start), first)| (s, before, hi, start, first))
+                .collect();
             jobs.into_par_iter().for_each(|(s, before, part_hi, part_start, part_first)| {
                 let base = offset[s] as usize;
                 let mut k = 0usize;

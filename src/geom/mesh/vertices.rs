@@ -140,14 +140,8 @@ fn in_parts<T: Copy + Default + Send>(
         return None;
     }
     let mut out = vec![T::default(); count];
-    let mut slices = Vec::with_capacity(n);
-    let mut rest = &mut out[..];
-    for p in 0..n {
-        let end = firsts.get(p + 1).copied().unwrap_or(count);
-        let (head, tail) = rest.split_at_mut(end - firsts[p]);
-        slices.push(head);
-        rest = tail;
-    }
+    let lengths = (0..n).map(|p| firsts.get(p + 1).copied().unwrap_or(count) - firsts[p]);
+    let slices = crate::geom::parts::split_by_lengths(&mut out, lengths);
     let in_order = ranges.into_par_iter().zip(slices).zip(firsts).all(|((range, slice), first)| {
         let mut next = first;
         for i in range {

@@ -276,14 +276,13 @@ fn cells_of(sorted: &[(u64, u32)]) -> (Vec<u64>, Vec<u32>) {
     let cells: usize = counts.iter().sum();
     let (mut keys, mut starts) = (vec![0u64; cells], vec![0u32; cells + 1]);
     starts[cells] = n as u32;
-    let mut jobs = Vec::with_capacity(ranges.len());
-    let (mut k_rest, mut s_rest) = (&mut keys[..], &mut starts[..cells]);
-    for (r, &count) in ranges.into_iter().zip(&counts) {
-        let (k, k_tail) = std::mem::take(&mut k_rest).split_at_mut(count);
-        let (st, s_tail) = std::mem::take(&mut s_rest).split_at_mut(count);
-        (k_rest, s_rest) = (k_tail, s_tail);
-        jobs.push((r, k, st));
-    }
+    use crate::geom::parts::split_by_lengths as split;
+    let jobs: Vec<_> = ranges
+        .into_iter()
+        .zip(split(&mut keys, counts.iter().copied()))
+        .zip(split(&mut starts[..cells], counts.iter().copied()))
+        .map(|((r, k), st)| (r, k, st))
+        .collect();
     jobs.into_par_iter().for_each(|(r, k, st)| {
         for (j, i) in r.filter(|&i| begins(i)).enumerate() {
             (k[j], st[j]) = (sorted[i].0, i as u32);
