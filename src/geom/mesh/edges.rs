@@ -287,12 +287,14 @@ impl Topology {
         // chunk knows its edges' starts, and the result is the sequential one.
         const CHUNK: usize = 4096;
         let starts: Vec<usize> = (0..nv).step_by(CHUNK).collect();
-        // Each chunk's directed edges.
-        let lens = || starts.iter().map(|&s| (offset[(s + CHUNK).min(nv)] - offset[s]) as usize);
+        // Each chunk's vertices, and its directed edges (both passes below
+        // split by them).
+        let vertices_of = || starts.iter().map(|&s| s..(s + CHUNK).min(nv));
+        let directed_of = || vertices_of().map(|v| (offset[v.end] - offset[v.start]) as usize);
         let parts: Vec<_> = starts
             .iter()
-            .zip(split_by_lengths(&mut hi, lens()))
-            .zip(split_by_lengths(&mut edge_faces, lens()))
+            .zip(split_by_lengths(&mut hi, directed_of()))
+            .zip(split_by_lengths(&mut edge_faces, directed_of()))
             .collect();
         parts.into_par_iter().for_each(|((&s, part_hi), part_faces)| {
             let base = offset[s];
@@ -344,13 +346,9 @@ impl Topology {
         let mut first = vec![0u32; nv + 1];
         {
             // Each chunk's directed edges, its edges, and its vertices' first edges.
-            let ends = starts.iter().map(|&s| (s + CHUNK).min(nv));
-            let his = split_by_lengths(
-                &mut hi,
-                starts.iter().zip(ends.clone()).map(|(&s, e)| (offset[e] - offset[s]) as usize),
-            );
+            let his = split_by_lengths(&mut hi, directed_of());
             let edge_starts = split_by_lengths(&mut edge_start, chunk_edges.iter().copied());
-            let firsts = split_by_lengths(&mut first[1..], starts.iter().zip(ends).map(|(&s, e)| e - s));
+            let firsts = split_by_lengths(&mut first[1..], vertices_of().map(|v| v.len()));
             let befores = chunk_edges.iter().scan(0usize, |before, &n| {
                 *before += n;
                 Some(*before - n)

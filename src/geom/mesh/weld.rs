@@ -5,6 +5,7 @@
 //! welded whole only when even those are pathological ([`Welded::exact`]).
 
 use super::hash::FxMap;
+use crate::geom::parts::split_by_lengths;
 use crate::geom::unionfind::{SharedUnionFind, UnionFind};
 use rayon::prelude::*;
 use std::collections::HashMap;
@@ -276,11 +277,10 @@ fn cells_of(sorted: &[(u64, u32)]) -> (Vec<u64>, Vec<u32>) {
     let cells: usize = counts.iter().sum();
     let (mut keys, mut starts) = (vec![0u64; cells], vec![0u32; cells + 1]);
     starts[cells] = n as u32;
-    use crate::geom::parts::split_by_lengths as split;
     let jobs: Vec<_> = ranges
         .into_iter()
-        .zip(split(&mut keys, counts.iter().copied()))
-        .zip(split(&mut starts[..cells], counts.iter().copied()))
+        .zip(split_by_lengths(&mut keys, counts.iter().copied()))
+        .zip(split_by_lengths(&mut starts[..cells], counts.iter().copied()))
         .map(|((r, k), st)| (r, k, st))
         .collect();
     jobs.into_par_iter().for_each(|(r, k, st)| {
@@ -293,20 +293,16 @@ fn cells_of(sorted: &[(u64, u32)]) -> (Vec<u64>, Vec<u32>) {
 
 /// For a point in cell `k` (cells `cell` wide), the neighbour offsets per
 /// axis (-1..=1) whose shared face lies within `tol` of it; `None` when it
-/// is near no face (the common case).
+/// is near no face (the common case). [`near_bits`], unpacked.
 fn near_faces(p: &[f64; 3], k: [i64; 3], cell: f64, tol: f64) -> Option<[[i64; 2]; 3]> {
-    let mut range = [[0i64; 2]; 3];
-    for a in 0..3 {
-        let lo = k[a] as f64 * cell;
-        range[a] = [if p[a] - lo <= tol { -1 } else { 0 }, if lo + cell - p[a] <= tol { 1 } else { 0 }];
-    }
-    range.iter().any(|r| r != &[0, 0]).then_some(range)
+    let bits = near_bits(p, k, cell, tol);
+    (bits != 0).then(|| face_range(bits))
 }
 
-/// [`near_faces`]' answer in six bits, two an axis: the low one for the
-/// face below (offset -1), the high one for the face above (+1); 0 when
-/// no face is near. The same arithmetic, without the array (a test holds
-/// the two together).
+/// The faces of cell `k` (cells `cell` wide) within `tol` of `p`, in six
+/// bits, two an axis: the low one for the face below (offset -1), the
+/// high one for the face above (+1); 0 when no face is near. The sorted
+/// weld keeps these (a byte a point); [`near_faces`] unpacks them.
 #[inline(always)]
 fn near_bits(p: &[f64; 3], k: [i64; 3], cell: f64, tol: f64) -> u8 {
     let mut bits = 0;
@@ -317,7 +313,7 @@ fn near_bits(p: &[f64; 3], k: [i64; 3], cell: f64, tol: f64) -> u8 {
     bits
 }
 
-/// The offsets [`near_bits`] packed (not 0), as [`near_faces`] gives them.
+/// The offsets per axis that [`near_bits`] packed (not 0).
 fn face_range(bits: u8) -> [[i64; 2]; 3] {
     std::array::from_fn(|a| [-i64::from(bits >> (2 * a) & 1), i64::from(bits >> (2 * a + 1) & 1)])
 }
@@ -538,19 +534,24 @@ mod tests {
         }
     }
 
-    /// [`near_faces`]' answer as [`near_bits`] packs it.
-    fn face_bits(range: Option<[[i64; 2]; 3]>) -> u8 {
-        range.map_or(0, |r| {
-            (0..3).fold(0, |bits, a| bits | u8::from(r[a][0] == -1) << (2 * a) | u8::from(r[a][1] == 1) << (2 * a + 1))
-        })
+    /// The faces near a point, by their definition: per axis, the face
+    /// below when the point is within `tol` above it, the face above when
+    /// within `tol` below it.
+    fn near_by_definition(p: &[f64; 3], k: [i64; 3], cell: f64, tol: f64) -> Option<[[i64; 2]; 3]> {
+        let mut range = [[0i64; 2]; 3];
+        for a in 0..3 {
+            let lo = k[a] as f64 * cell;
+            range[a] = [if p[a] - lo <= tol { -1 } else { 0 }, if lo + cell - p[a] <= tol { 1 } else { 0 }];
+        }
+        range.iter().any(|r| r != &[0, 0]).then_some(range)
     }
 
     #[test]
     fn the_faces_found_with_the_keys_are_the_faces_the_walk_tested() {
         // Points inside cells, on their faces, a tolerance from them (each
         // side), at corners, at negative coordinates, and in cells barely
-        // two tolerances wide (both faces of an axis near): the bits are
-        // near_faces' answer, and they unpack to its offsets.
+        // two tolerances wide (both faces of an axis near): the bits, and
+        // near_faces (them unpacked), are the definition's answer.
         let mut rng = crate::geom::testrng::XorShift::new(0xfa_ce5);
         let mut seen = [false; 64];
         for (tol, cells) in [(1e-3, CELL_TOLERANCES), (0.25, 2.0), (1e-7, CELL_TOLERANCES)] {
@@ -568,10 +569,10 @@ mod tests {
                     k * cell + within
                 });
                 let k = p.map(|v| floor_i64(v / cell));
-                let range = near_faces(&p, k, cell, tol);
+                let want = near_by_definition(&p, k, cell, tol);
+                assert_eq!(near_faces(&p, k, cell, tol), want, "{p:?} {tol}");
                 let bits = near_bits(&p, k, cell, tol);
-                assert_eq!(bits, face_bits(range), "{p:?} {tol}");
-                assert_eq!(range, (bits != 0).then(|| face_range(bits)), "{p:?} {tol}");
+                assert_eq!(bits == 0, want.is_none(), "{p:?} {tol}");
                 seen[bits as usize] = true;
             }
         }
