@@ -804,8 +804,10 @@ impl Checks<'_> {
     /// with the vertex streams freed between them: first the light checks
     /// beside the chain's first check (PERF-006 first, as
     /// [`catalog::runs_first`] has it, then the others on the pool, beside
-    /// UV-002), ... UV-002 rasterises on one thread, and the light checks
-    /// fill the other core while it does; after them, UV-004, UV-005 and
+    /// UV-002), ... UV-002 rasterises beside the light checks, in ranges
+    /// of its triangles that both cores take once they are done (a raster
+    /// of up to 1024 x 1024; a larger one on one thread); after them,
+    /// UV-004, UV-005 and
     /// UV-008 each use both cores inside. With the light checks after the
     /// streams were freed, beside UV-004, s13 took 0.470 s against 0.460
     /// s, for 0.5 MB less at its peak (BENCHMARKS.md, "Twenty-fifth step").

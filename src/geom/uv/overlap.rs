@@ -6,7 +6,10 @@
 //! two bits a texel, in two bit planes ([`Levels`]).
 
 use super::layout::UvMesh;
-use super::raster::{Coverage as CoverageRule, RasterPlan, TriangleCounts, for_each_inside, rasterise, setup, spans};
+use super::raster::{
+    Coverage as CoverageRule, PIECE_MIN, Pieces, RASTER_WORK_BUDGET, RasterPlan, TriangleCounts, for_each_inside,
+    for_each_inside_in_parts, plan_raster, raster_at, rasterise, setup, spans,
+};
 use crate::geom::kept::Kept;
 
 /// UV overlap of one layout (UV-002).
@@ -44,18 +47,48 @@ pub fn uv_overlap(meshes: &[UvMesh<'_>], width: u32, height: u32) -> OverlapStat
 
 /// [`uv_overlap`], counting from spans up to `max_spans` of them.
 fn overlap_counted(meshes: &[UvMesh<'_>], width: u32, height: u32, max_spans: usize) -> OverlapStats {
-    let (coverage, plan, counts) = rasterise(
-        meshes,
-        width,
-        height,
-        |plan| (plan, Coverage::Spans(Kept::take(&SPAN_LIST, KEEP_SPANS_MAX))),
-        |(plan, coverage), m, _, c| {
-            if let Some(s) = setup(c, CoverageRule::Centre, plan.width, plan.height) {
-                spans(&s, |y, x0, x1| coverage.add(plan, max_spans, m, y, x0, x1));
-            }
-        },
-    );
-    let (covered, overlapping, overlapping_meshes) = match coverage.1 {
+    let total: usize = meshes.iter().map(|m| m.triangles.len()).sum();
+    let plan = raster_at(width, height, 1.0);
+    let small = u64::from(plan.width) * u64::from(plan.height) <= PARTS_MAX_TEXELS;
+    let parts = if small { crate::geom::parts::parts_for(total) } else { 1 };
+    overlap_in(meshes, width, height, max_spans, parts, PIECE_MIN)
+}
+
+/// The largest raster a layout is rasterised into in parts
+/// ([`levels_in_parts`]), 1024 x 1024: each part's raster of levels is
+/// then 256 KiB at most, and a larger one (a 4096 px texture's, 4 MiB)
+/// is rasterised on one thread, not once for each part.
+const PARTS_MAX_TEXELS: u64 = 1 << 20;
+
+/// [`overlap_counted`] rasterised in `parts` parts side by side (more than
+/// one: [`levels_in_parts`], meshes of `piece_min` triangles or more cut
+/// into ranges) or on this thread.
+fn overlap_in(
+    meshes: &[UvMesh<'_>],
+    width: u32,
+    height: u32,
+    max_spans: usize,
+    parts: usize,
+    piece_min: usize,
+) -> OverlapStats {
+    let (coverage, plan, counts) = if parts > 1 {
+        let (levels, plan, counts) = levels_in_parts(meshes, width, height, parts, piece_min);
+        (Coverage::Raster(levels), plan, counts)
+    } else {
+        let ((_, coverage), plan, counts) = rasterise(
+            meshes,
+            width,
+            height,
+            |plan| (plan, Coverage::Spans(Kept::take(&SPAN_LIST, KEEP_SPANS_MAX))),
+            |(plan, coverage), m, _, c| {
+                if let Some(s) = setup(c, CoverageRule::Centre, plan.width, plan.height) {
+                    spans(&s, |y, x0, x1| coverage.add(plan, max_spans, m, y, x0, x1));
+                }
+            },
+        );
+        (coverage, plan, counts)
+    };
+    let (covered, overlapping, overlapping_meshes) = match coverage {
         Coverage::Spans(list) => {
             swept(&list, &mut Kept::take(&SPAN_BY_ROW, KEEP_SPANS_MAX), plan.height as usize, meshes.len())
         }
@@ -86,6 +119,53 @@ fn overlap_counted(meshes: &[UvMesh<'_>], width: u32, height: u32, max_spans: us
         triangles: counts,
         overlapping_meshes,
     }
+}
+
+/// The layout's levels ([`Levels`]) rasterised in ranges of its
+/// triangles on the pool, a mesh at a time (those of `piece_min`
+/// triangles or more; a smaller one on this thread), eight ranges for
+/// each of `parts` threads so that a thread that comes free takes its
+/// share (rayon's `fold`: a raster for each run of ranges a thread takes,
+/// not for each range), then merged: a
+/// texel's level in the merge is its levels in the parts added up to 2 at
+/// most, which is the level one raster of every triangle gives it (its
+/// count of covering triangles, capped), so the counts are the same. The
+/// plan is [`rasterise`]'s: the texture's raster unless the parts' visits
+/// together pass the budget (as its single pass would find), then
+/// [`plan_raster`]'s. UV-002 rasterised on one thread, beside the light
+/// checks, and ran on alone once they were done (s13: 13 ms of one core
+/// idle in a fast sitting, 36 in a slow one).
+fn levels_in_parts(
+    meshes: &[UvMesh<'_>],
+    width: u32,
+    height: u32,
+    parts: usize,
+    piece_min: usize,
+) -> (Levels, RasterPlan, TriangleCounts) {
+    let run = |plan: RasterPlan, budget: f64| {
+        for_each_inside_in_parts(
+            meshes,
+            plan,
+            budget,
+            Pieces { count: 8 * parts, min_triangles: piece_min },
+            || Levels::zeroed(plan.width as usize, plan.height as usize),
+            |levels, more| levels.merge(&more),
+            |levels, _, _, c| {
+                if let Some(s) = setup(c, CoverageRule::Centre, plan.width, plan.height) {
+                    spans(&s, |y, x0, x1| levels.paint(y, x0, x1));
+                }
+            },
+        )
+    };
+    let at_full = raster_at(width, height, 1.0);
+    let (plan, (levels, counts)) = match run(at_full, RASTER_WORK_BUDGET) {
+        Some(done) => (at_full, done),
+        None => {
+            let plan = plan_raster(meshes, width, height);
+            (plan, run(plan, f64::INFINITY).expect("no budget to pass"))
+        }
+    };
+    (levels, plan, counts)
 }
 
 /// Most spans a layout is counted from before it is counted in a raster:
@@ -219,6 +299,16 @@ impl Levels {
             let once = self.words[i];
             self.words[i + 1] |= once & m;
             self.words[i] = once | m;
+        }
+    }
+
+    /// `other`'s coverage (a raster of the same size) added: covered once
+    /// where either is, twice where either is or both are once.
+    fn merge(&mut self, other: &Levels) {
+        for (mine, theirs) in self.words.chunks_exact_mut(2).zip(other.words.chunks_exact(2)) {
+            let (once, twice) = (mine[0], mine[1]);
+            mine[1] = twice | theirs[1] | (once & theirs[0]);
+            mine[0] = once | theirs[0];
         }
     }
 
@@ -488,6 +578,48 @@ mod tests {
             let p = t.map(|i| [i as f64 * 1e300, (i % 7) as f64, f64::from(uv[0][0] as f32)]);
             if let Some((area, ratio)) = triangle_stretch(p, uv) {
                 assert!(area >= 0.0 && ratio >= 1.0 - 1e-9, "{area} {ratio}");
+            }
+        }
+    }
+
+    #[test]
+    fn layouts_rasterised_in_parts_count_as_on_one_thread() {
+        // The layouts above (spans only on one thread, where they are few),
+        // in two, three and four parts: parts inside one mesh, across
+        // meshes, with empty ones. Then layouts over the work budget, where
+        // the parts' visits together (none alone) pass it, and every part's
+        // alone does: the same lower resolution either way.
+        let mut rng = crate::geom::testrng::XorShift::new(0x9a27_5eed);
+        let mut next = move || rng.unit();
+        for case in 0..60 {
+            let n = 1 + (next() * 40.0) as usize;
+            let uvs: Vec<[f32; 2]> =
+                (0..n * 3).map(|_| [(next() * 1.3 - 0.15) as f32, (next() * 1.3 - 0.15) as f32]).collect();
+            let tris: Vec<[u32; 3]> = (0..n as u32).map(|t| [3 * t, 3 * t + 1, 3 * t + 2]).collect();
+            let half = n / 2;
+            let meshes = [mesh(&uvs, &tris[..half]), mesh(&uvs, &tris[half..]), mesh(&uvs, &tris[..half.min(1)])];
+            let (w, h) = ([7, 64, 333, 1024][case % 4], [7, 64, 333, 1024][case % 4] + case as u32 % 3);
+            let alone = overlap_in(&meshes, w, h, MAX_SPANS, 1, PIECE_MIN);
+            for parts in [2, 3, 4] {
+                // Every mesh in ranges, and the smaller ones on this thread.
+                for piece_min in [1, half.max(2)] {
+                    let split = overlap_in(&meshes, w, h, MAX_SPANS, parts, piece_min);
+                    assert_eq!(split, alone, "case {case}, {parts} parts, from {piece_min} triangles");
+                }
+            }
+        }
+        // 2^28 visits is the budget: each triangle of a full-tile pair
+        // visits the tile's 2^24 texels at 4096^2, so 8 copies reach it
+        // exactly (kept), 9 pass it (halved), and in two parts neither
+        // half of 9 passes it alone.
+        for copies in [8, 9, 20] {
+            let tris: Vec<[u32; 3]> = (0..copies).flat_map(|_| [[0, 1, 2], [0, 2, 3]]).collect();
+            let meshes = [mesh(&SQUARE, &tris)];
+            let alone = overlap_in(&meshes, 4096, 4096, MAX_SPANS, 1, PIECE_MIN);
+            assert_eq!(alone.plan.width, if copies == 8 { 4096 } else { 2048 }, "{copies} copies");
+            for parts in [2, 4] {
+                let split = overlap_in(&meshes, 4096, 4096, MAX_SPANS, parts, 1);
+                assert_eq!(split, alone, "{copies} copies, {parts} parts");
             }
         }
     }

@@ -398,18 +398,134 @@ pub(super) fn for_each_inside(
     meshes: &[UvMesh<'_>],
     plan: RasterPlan,
     budget: f64,
+    f: impl FnMut(usize, usize, [[i64; 2]; 3]),
+) -> Option<(TriangleCounts, f64)> {
+    inside_range(meshes, plan, budget, 0..usize::MAX, None, f)
+}
+
+/// How [`for_each_inside_in_parts`] cuts a layout: into about `count`
+/// ranges of its triangles, in all, from meshes of at least
+/// `min_triangles` ([`PIECE_MIN`]) triangles.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Pieces {
+    /// Ranges in all (each large mesh gets its share).
+    pub count: usize,
+    /// The fewest triangles of a mesh cut into ranges.
+    pub min_triangles: usize,
+}
+
+/// [`for_each_inside`] in ranges of the layout's triangles (`pieces`; as
+/// `f`'s second argument numbers them) on the pool, a mesh at a time,
+/// into one state: each mesh of at least `pieces.min_triangles`
+/// triangles is cut into ranges (its share of `pieces.count`), visited into
+/// states made by `start`, one for each run of ranges a thread takes
+/// (rayon's `fold`), each then merged into the first (`merge`); a smaller
+/// mesh is visited into the first state on this thread. Returns the state
+/// and the triangle counts, or `None` when the visits together pass
+/// `budget`, which is when [`for_each_inside`]'s running sum would (the
+/// visits only add up, and are whole numbers, exact in an `f64`). A range
+/// whose visits pass what is left of the budget stops there.
+pub(super) fn for_each_inside_in_parts<S: Send>(
+    meshes: &[UvMesh<'_>],
+    plan: RasterPlan,
+    budget: f64,
+    pieces: Pieces,
+    start: impl Fn() -> S + Sync,
+    merge: impl Fn(&mut S, S),
+    f: impl Fn(&mut S, usize, usize, [[i64; 2]; 3]) + Sync,
+) -> Option<(S, TriangleCounts)> {
+    use rayon::prelude::*;
+    let total: usize = meshes.iter().map(|m| m.triangles.len()).sum();
+    let (mut state, mut counts, mut work) = (start(), TriangleCounts::default(), 0.0);
+    let add = |counts: &mut TriangleCounts, c: TriangleCounts| {
+        counts.rasterised += c.rasterised;
+        counts.outside += c.outside;
+        counts.unusable += c.unusable;
+    };
+    // One mesh's vertices snapped at a time (on the pool), as
+    // `for_each_inside` holds them.
+    let mut snapped = Vec::new();
+    let mut first = 0usize;
+    for (mi, m) in meshes.iter().enumerate() {
+        let from = first;
+        first += m.triangles.len();
+        let mine = from..first;
+        if m.triangles.len() < pieces.min_triangles.max(1) {
+            let (c, w) = inside_range(meshes, plan, budget - work, mine, None, |m, t, c| f(&mut state, m, t, c))?;
+            add(&mut counts, c);
+            work += w;
+            continue;
+        }
+        snapped.clear();
+        snapped.par_extend(m.uvs.par_iter().map(|&q| snap(q, plan.width, plan.height)));
+        let its = (pieces.count * m.triangles.len()).div_ceil(total.max(1)).max(1);
+        let left = budget - work;
+        let done: Vec<Option<(S, TriangleCounts, f64)>> = crate::geom::parts::ranges(m.triangles.len(), its, 1)
+            .into_par_iter()
+            .fold(
+                || Some((start(), TriangleCounts::default(), 0.0)),
+                |acc, range| {
+                    let (mut part, mut c, w) = acc?;
+                    let range = from + range.start..from + range.end;
+                    let visit = |m, t, corners| f(&mut part, m, t, corners);
+                    let (more, more_w) = inside_range(meshes, plan, left - w, range, Some((mi, &snapped)), visit)?;
+                    add(&mut c, more);
+                    Some((part, c, w + more_w))
+                },
+            )
+            .collect();
+        for part in done {
+            let (part, c, w) = part?;
+            merge(&mut state, part);
+            add(&mut counts, c);
+            work += w;
+        }
+        if work > budget {
+            return None;
+        }
+    }
+    Some((state, counts))
+}
+
+/// The fewest triangles of a mesh that [`for_each_inside_in_parts`] cuts
+/// into ranges on the pool: below it a range's state (a raster of its own,
+/// made, then merged) costs more than the visits it shares.
+pub(super) const PIECE_MIN: usize = 1 << 14;
+
+/// [`for_each_inside`] over the triangles numbered `range` (past the
+/// last, the rest): each mesh with a triangle there has every vertex
+/// snapped (or, for the mesh `snapped` names, its vertices are read from
+/// it, snapped already), then its triangles in the range are visited.
+fn inside_range(
+    meshes: &[UvMesh<'_>],
+    plan: RasterPlan,
+    budget: f64,
+    range: std::ops::Range<usize>,
+    snapped: Option<(usize, &[Snap])>,
     mut f: impl FnMut(usize, usize, [[i64; 2]; 3]),
 ) -> Option<(TriangleCounts, f64)> {
     let (w, h) = (plan.width as i64, plan.height as i64);
     let mut counts = TriangleCounts::default();
     let mut work = 0.0;
-    let mut global = 0usize;
+    let mut first = 0usize;
     let mut snaps = Vec::new();
     for (mi, m) in meshes.iter().enumerate() {
-        snaps.clear();
-        snaps.extend(m.uvs.iter().map(|&q| snap(q, plan.width, plan.height)));
-        for &t in m.triangles {
-            match classify_snapped(&snaps, t) {
+        let (from, to) = (first, first + m.triangles.len());
+        first = to;
+        let (lo, hi) = (range.start.max(from), range.end.min(to));
+        if lo >= hi {
+            continue;
+        }
+        let snaps = match snapped {
+            Some((at, snaps)) if at == mi => snaps,
+            _ => {
+                snaps.clear();
+                snaps.extend(m.uvs.iter().map(|&q| snap(q, plan.width, plan.height)));
+                &snaps[..]
+            }
+        };
+        for (global, &t) in (lo..).zip(&m.triangles[lo - from..hi - from]) {
+            match classify_snapped(snaps, t) {
                 Class::Outside => counts.outside += 1,
                 Class::Unusable => counts.unusable += 1,
                 Class::Inside(c) => {
@@ -425,7 +541,6 @@ pub(super) fn for_each_inside(
                     f(mi, global, c);
                 }
             }
-            global += 1;
         }
     }
     Some((counts, work))
