@@ -438,10 +438,23 @@ mod tests {
 
     #[test]
     fn spans_and_raster_count_alike() {
-        // Random layouts (overlapping, folded, crossing the tile's border,
-        // several meshes), counted from spans only, in a raster from the
-        // first span, and switching part way.
-        let mut rng = crate::geom::testrng::XorShift::new(0x0dd_ba11_5eed_f00du64);
+        // Counted from spans only, in a raster from the first span, and
+        // switching part way.
+        random_layouts(0x0dd_ba11_5eed_f00du64, |case, meshes, _, w, h| {
+            let spans = overlap_counted(meshes, w, h, usize::MAX);
+            for max in [0, 1, 17] {
+                assert_eq!(overlap_counted(meshes, w, h, max), spans, "case {case}, {max}");
+            }
+            assert_eq!(uv_overlap(meshes, w, h), spans);
+        });
+    }
+
+    /// Sixty random layouts (overlapping, folded, crossing the tile's
+    /// border), each as three meshes (its first half of triangles, the
+    /// rest, and its first triangle again, or none), with a raster's width
+    /// and height: `f(case, meshes, first half's triangles, width, height)`.
+    fn random_layouts(seed: u64, mut f: impl FnMut(usize, &[UvMesh<'_>], usize, u32, u32)) {
+        let mut rng = crate::geom::testrng::XorShift::new(seed);
         let mut next = move || rng.unit();
         for case in 0..60 {
             let n = 1 + (next() * 40.0) as usize;
@@ -451,11 +464,7 @@ mod tests {
             let half = n / 2;
             let meshes = [mesh(&uvs, &tris[..half]), mesh(&uvs, &tris[half..]), mesh(&uvs, &tris[..half.min(1)])];
             let side = [7, 64, 333, 1024][case % 4];
-            let spans = overlap_counted(&meshes, side, side + case as u32 % 3, usize::MAX);
-            for max in [0, 1, 17] {
-                assert_eq!(overlap_counted(&meshes, side, side + case as u32 % 3, max), spans, "case {case}, {max}");
-            }
-            assert_eq!(uv_overlap(&meshes, side, side + case as u32 % 3), spans);
+            f(case, &meshes, half, side, side + case as u32 % 3);
         }
     }
 
@@ -589,25 +598,16 @@ mod tests {
         // meshes, with empty ones. Then layouts over the work budget, where
         // the parts' visits together (none alone) pass it, and every part's
         // alone does: the same lower resolution either way.
-        let mut rng = crate::geom::testrng::XorShift::new(0x9a27_5eed);
-        let mut next = move || rng.unit();
-        for case in 0..60 {
-            let n = 1 + (next() * 40.0) as usize;
-            let uvs: Vec<[f32; 2]> =
-                (0..n * 3).map(|_| [(next() * 1.3 - 0.15) as f32, (next() * 1.3 - 0.15) as f32]).collect();
-            let tris: Vec<[u32; 3]> = (0..n as u32).map(|t| [3 * t, 3 * t + 1, 3 * t + 2]).collect();
-            let half = n / 2;
-            let meshes = [mesh(&uvs, &tris[..half]), mesh(&uvs, &tris[half..]), mesh(&uvs, &tris[..half.min(1)])];
-            let (w, h) = ([7, 64, 333, 1024][case % 4], [7, 64, 333, 1024][case % 4] + case as u32 % 3);
-            let alone = overlap_in(&meshes, w, h, MAX_SPANS, 1, PIECE_MIN);
+        random_layouts(0x9a27_5eed, |case, meshes, half, w, h| {
+            let alone = overlap_in(meshes, w, h, MAX_SPANS, 1, PIECE_MIN);
             for parts in [2, 3, 4] {
                 // Every mesh in ranges, and the smaller ones on this thread.
                 for piece_min in [1, half.max(2)] {
-                    let split = overlap_in(&meshes, w, h, MAX_SPANS, parts, piece_min);
+                    let split = overlap_in(meshes, w, h, MAX_SPANS, parts, piece_min);
                     assert_eq!(split, alone, "case {case}, {parts} parts, from {piece_min} triangles");
                 }
             }
-        }
+        });
         // 2^28 visits is the budget: each triangle of a full-tile pair
         // visits the tile's 2^24 texels at 4096^2, so 8 copies reach it
         // exactly (kept), 9 pass it (halved), and in two parts neither
