@@ -7,8 +7,8 @@
 
 use super::layout::UvMesh;
 use super::raster::{
-    Coverage as CoverageRule, PIECE_MIN, Pieces, RASTER_WORK_BUDGET, RasterPlan, TriangleCounts, for_each_inside,
-    for_each_inside_in_parts, plan_raster, raster_at, rasterise, setup, spans,
+    Coverage as CoverageRule, PIECE_MIN, Pieces, RasterPlan, TriangleCounts, for_each_inside, for_each_inside_in_parts,
+    raster_at, rasterise, setup, spans, within_budget,
 };
 use crate::geom::kept::Kept;
 
@@ -130,9 +130,9 @@ fn overlap_in(
 /// texel's level in the merge is its levels in the parts added up to 2 at
 /// most, which is the level one raster of every triangle gives it (its
 /// count of covering triangles, capped), so the counts are the same. The
-/// plan is [`rasterise`]'s: the texture's raster unless the parts' visits
-/// together pass the budget (as its single pass would find), then
-/// [`plan_raster`]'s. UV-002 rasterised on one thread, beside the light
+/// plan is [`rasterise`]'s ([`within_budget`]): the texture's raster
+/// unless the parts' visits together pass the budget (as its single pass
+/// would find), then [`plan_raster`]'s. UV-002 rasterised on one thread, beside the light
 /// checks, and ran on alone once they were done (s13: 13 ms of one core
 /// idle in a fast sitting, 36 in a slow one).
 fn levels_in_parts(
@@ -157,14 +157,7 @@ fn levels_in_parts(
             },
         )
     };
-    let at_full = raster_at(width, height, 1.0);
-    let (plan, (levels, counts)) = match run(at_full, RASTER_WORK_BUDGET) {
-        Some(done) => (at_full, done),
-        None => {
-            let plan = plan_raster(meshes, width, height);
-            (plan, run(plan, f64::INFINITY).expect("no budget to pass"))
-        }
-    };
+    let (plan, (levels, counts)) = within_budget(meshes, width, height, run);
     (levels, plan, counts)
 }
 

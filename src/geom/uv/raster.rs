@@ -75,6 +75,23 @@ pub struct TriangleCounts {
     pub unusable: u64,
 }
 
+impl std::ops::Add for TriangleCounts {
+    type Output = TriangleCounts;
+    fn add(self, o: TriangleCounts) -> TriangleCounts {
+        TriangleCounts {
+            rasterised: self.rasterised + o.rasterised,
+            outside: self.outside + o.outside,
+            unusable: self.unusable + o.unusable,
+        }
+    }
+}
+
+impl std::ops::AddAssign for TriangleCounts {
+    fn add_assign(&mut self, o: TriangleCounts) {
+        *self = *self + o;
+    }
+}
+
 /// A vertex snapped to the fixed-point grid of a raster, with flags.
 #[derive(Debug, Clone, Copy, Default)]
 struct Snap {
@@ -398,9 +415,18 @@ pub(super) fn for_each_inside(
     meshes: &[UvMesh<'_>],
     plan: RasterPlan,
     budget: f64,
-    f: impl FnMut(usize, usize, [[i64; 2]; 3]),
+    mut f: impl FnMut(usize, usize, [[i64; 2]; 3]),
 ) -> Option<(TriangleCounts, f64)> {
-    inside_range(meshes, plan, budget, 0..usize::MAX, None, f)
+    let (mut counts, mut work) = (TriangleCounts::default(), 0.0);
+    let (mut first, mut snaps) = (0usize, Vec::new());
+    for (mi, m) in meshes.iter().enumerate() {
+        snap_into(&mut snaps, m, plan);
+        let (c, w) = visit_mesh(plan, budget - work, mi, first, m.triangles, &snaps, &mut f)?;
+        counts += c;
+        work += w;
+        first += m.triangles.len();
+    }
+    Some((counts, work))
 }
 
 /// How [`for_each_inside_in_parts`] cuts a layout: into about `count`
@@ -437,52 +463,45 @@ pub(super) fn for_each_inside_in_parts<S: Send>(
     use rayon::prelude::*;
     let total: usize = meshes.iter().map(|m| m.triangles.len()).sum();
     let (mut state, mut counts, mut work) = (start(), TriangleCounts::default(), 0.0);
-    let add = |counts: &mut TriangleCounts, c: TriangleCounts| {
-        counts.rasterised += c.rasterised;
-        counts.outside += c.outside;
-        counts.unusable += c.unusable;
-    };
-    // One mesh's vertices snapped at a time (on the pool), as
-    // `for_each_inside` holds them.
-    let mut snapped = Vec::new();
-    let mut first = 0usize;
+    // One mesh's vertices snapped at a time, as `for_each_inside` holds
+    // them (a large mesh's on the pool).
+    let (mut first, mut snaps) = (0usize, Vec::new());
     for (mi, m) in meshes.iter().enumerate() {
-        let from = first;
-        first += m.triangles.len();
-        let mine = from..first;
-        if m.triangles.len() < pieces.min_triangles.max(1) {
-            let (c, w) = inside_range(meshes, plan, budget - work, mine, None, |m, t, c| f(&mut state, m, t, c))?;
-            add(&mut counts, c);
+        let tris = m.triangles;
+        if tris.len() < pieces.min_triangles.max(1) {
+            snap_into(&mut snaps, m, plan);
+            let (c, w) = visit_mesh(plan, budget - work, mi, first, tris, &snaps, |m, t, c| f(&mut state, m, t, c))?;
+            counts += c;
             work += w;
-            continue;
+        } else {
+            snaps.clear();
+            snaps.par_extend(m.uvs.par_iter().map(|&q| snap(q, plan.width, plan.height)));
+            let its = (pieces.count * tris.len()).div_ceil(total.max(1)).max(1);
+            let left = budget - work;
+            let done: Vec<Option<(S, TriangleCounts, f64)>> = crate::geom::parts::ranges(tris.len(), its, 1)
+                .into_par_iter()
+                .fold(
+                    || Some((start(), TriangleCounts::default(), 0.0)),
+                    |acc, range| {
+                        let (mut part, c, w) = acc?;
+                        let visit = |m, t, corners| f(&mut part, m, t, corners);
+                        let at = first + range.start;
+                        let (more, more_w) = visit_mesh(plan, left - w, mi, at, &tris[range], &snaps, visit)?;
+                        Some((part, c + more, w + more_w))
+                    },
+                )
+                .collect();
+            for part in done {
+                let (part, c, w) = part?;
+                merge(&mut state, part);
+                counts += c;
+                work += w;
+            }
+            if work > budget {
+                return None;
+            }
         }
-        snapped.clear();
-        snapped.par_extend(m.uvs.par_iter().map(|&q| snap(q, plan.width, plan.height)));
-        let its = (pieces.count * m.triangles.len()).div_ceil(total.max(1)).max(1);
-        let left = budget - work;
-        let done: Vec<Option<(S, TriangleCounts, f64)>> = crate::geom::parts::ranges(m.triangles.len(), its, 1)
-            .into_par_iter()
-            .fold(
-                || Some((start(), TriangleCounts::default(), 0.0)),
-                |acc, range| {
-                    let (mut part, mut c, w) = acc?;
-                    let range = from + range.start..from + range.end;
-                    let visit = |m, t, corners| f(&mut part, m, t, corners);
-                    let (more, more_w) = inside_range(meshes, plan, left - w, range, Some((mi, &snapped)), visit)?;
-                    add(&mut c, more);
-                    Some((part, c, w + more_w))
-                },
-            )
-            .collect();
-        for part in done {
-            let (part, c, w) = part?;
-            merge(&mut state, part);
-            add(&mut counts, c);
-            work += w;
-        }
-        if work > budget {
-            return None;
-        }
+        first += tris.len();
     }
     Some((state, counts))
 }
@@ -492,54 +511,42 @@ pub(super) fn for_each_inside_in_parts<S: Send>(
 /// made, then merged) costs more than the visits it shares.
 pub(super) const PIECE_MIN: usize = 1 << 14;
 
-/// [`for_each_inside`] over the triangles numbered `range` (past the
-/// last, the rest): each mesh with a triangle there has every vertex
-/// snapped (or, for the mesh `snapped` names, its vertices are read from
-/// it, snapped already), then its triangles in the range are visited.
-fn inside_range(
-    meshes: &[UvMesh<'_>],
+/// `m`'s vertices snapped to `plan`'s grid, into `snaps` (cleared first).
+fn snap_into(snaps: &mut Vec<Snap>, m: &UvMesh<'_>, plan: RasterPlan) {
+    snaps.clear();
+    snaps.extend(m.uvs.iter().map(|&q| snap(q, plan.width, plan.height)));
+}
+
+/// [`for_each_inside`] over `triangles` of mesh `mesh` (its vertices
+/// snapped in `snaps`), the first numbered `first`: their counts and
+/// visits, or `None` as soon as the visits pass `budget`.
+fn visit_mesh(
     plan: RasterPlan,
     budget: f64,
-    range: std::ops::Range<usize>,
-    snapped: Option<(usize, &[Snap])>,
+    mesh: usize,
+    first: usize,
+    triangles: &[[u32; 3]],
+    snaps: &[Snap],
     mut f: impl FnMut(usize, usize, [[i64; 2]; 3]),
 ) -> Option<(TriangleCounts, f64)> {
     let (w, h) = (plan.width as i64, plan.height as i64);
     let mut counts = TriangleCounts::default();
     let mut work = 0.0;
-    let mut first = 0usize;
-    let mut snaps = Vec::new();
-    for (mi, m) in meshes.iter().enumerate() {
-        let (from, to) = (first, first + m.triangles.len());
-        first = to;
-        let (lo, hi) = (range.start.max(from), range.end.min(to));
-        if lo >= hi {
-            continue;
-        }
-        let snaps = match snapped {
-            Some((at, snaps)) if at == mi => snaps,
-            _ => {
-                snaps.clear();
-                snaps.extend(m.uvs.iter().map(|&q| snap(q, plan.width, plan.height)));
-                &snaps[..]
-            }
-        };
-        for (global, &t) in (lo..).zip(&m.triangles[lo - from..hi - from]) {
-            match classify_snapped(snaps, t) {
-                Class::Outside => counts.outside += 1,
-                Class::Unusable => counts.unusable += 1,
-                Class::Inside(c) => {
-                    counts.rasterised += 1;
-                    let lo = |k: usize| c[0][k].min(c[1][k]).min(c[2][k]);
-                    let hi = |k: usize| c[0][k].max(c[1][k]).max(c[2][k]);
-                    let cols = (texel_ceil(hi(0)) - 1).min(w - 1) - texel_floor(lo(0)).max(0) + 1;
-                    let rows = (texel_ceil(hi(1)) - 1).min(h - 1) - texel_floor(lo(1)).max(0) + 1;
-                    work += (cols.max(0) * rows.max(0)) as f64;
-                    if work > budget {
-                        return None;
-                    }
-                    f(mi, global, c);
+    for (global, &t) in (first..).zip(triangles) {
+        match classify_snapped(snaps, t) {
+            Class::Outside => counts.outside += 1,
+            Class::Unusable => counts.unusable += 1,
+            Class::Inside(c) => {
+                counts.rasterised += 1;
+                let lo = |k: usize| c[0][k].min(c[1][k]).min(c[2][k]);
+                let hi = |k: usize| c[0][k].max(c[1][k]).max(c[2][k]);
+                let cols = (texel_ceil(hi(0)) - 1).min(w - 1) - texel_floor(lo(0)).max(0) + 1;
+                let rows = (texel_ceil(hi(1)) - 1).min(h - 1) - texel_floor(lo(1)).max(0) + 1;
+                work += (cols.max(0) * rows.max(0)) as f64;
+                if work > budget {
+                    return None;
                 }
+                f(mesh, global, c);
             }
         }
     }
@@ -585,16 +592,30 @@ pub(super) fn rasterise<S>(
     mut start: impl FnMut(RasterPlan) -> S,
     mut tri: impl FnMut(&mut S, usize, usize, [[i64; 2]; 3]),
 ) -> (S, RasterPlan, TriangleCounts) {
+    let (plan, (state, counts)) = within_budget(meshes, width, height, |plan, budget| {
+        let mut state = start(plan);
+        for_each_inside(meshes, plan, budget, |m, t, c| tri(&mut state, m, t, c)).map(|(counts, _)| (state, counts))
+    });
+    (state, plan, counts)
+}
+
+/// `run(plan, budget)` at the capped resolution with
+/// [`RASTER_WORK_BUDGET`], and when it passes the budget (`None`) again at
+/// the resolution [`plan_raster`] picks, with no budget: the plan it ran
+/// at and what it made. [`rasterise`]'s plan, for a rasterisation of its
+/// own (UV-002's in parts).
+pub(super) fn within_budget<T>(
+    meshes: &[UvMesh<'_>],
+    width: u32,
+    height: u32,
+    mut run: impl FnMut(RasterPlan, f64) -> Option<T>,
+) -> (RasterPlan, T) {
     let plan = raster_at(width, height, 1.0);
-    let mut state = start(plan);
-    if let Some((counts, _)) = for_each_inside(meshes, plan, RASTER_WORK_BUDGET, |m, t, c| tri(&mut state, m, t, c)) {
-        return (state, plan, counts);
+    if let Some(done) = run(plan, RASTER_WORK_BUDGET) {
+        return (plan, done);
     }
     let plan = plan_raster(meshes, width, height);
-    let mut state = start(plan);
-    let counts = for_each_inside(meshes, plan, f64::INFINITY, |m, t, c| tri(&mut state, m, t, c))
-        .map_or_else(TriangleCounts::default, |(c, _)| c);
-    (state, plan, counts)
+    (plan, run(plan, f64::INFINITY).expect("no rasterisation passes an infinite budget"))
 }
 
 #[cfg(test)]
