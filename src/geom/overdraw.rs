@@ -17,7 +17,9 @@
 //! - there, eight rows go at once, their depth chains in an array of eight
 //!   lanes (each lane performs exactly the scalar additions of its row),
 //!   over a column-major buffer where eight rows of one column are
-//!   contiguous (plain code the compiler vectorizes, no intrinsics);
+//!   contiguous (plain code the compiler vectorizes, no intrinsics; an
+//!   opaque zero offset keeps each column's write a blend and a plain
+//!   store, not the masked store AMD's cores are slow at);
 //! - pixels shaded are counted as the tests pass, pixels covered as the
 //!   touched cells are emptied after each axis: no pass over whole views;
 //! - the buffer lives on in its thread and only the rectangle the triangles
@@ -416,7 +418,7 @@ fn spans<const ADVANCE: bool>(views: &mut Views, tally: &mut Tally, setup: Setup
             }
             let y = (miny + first) as usize;
             let at = |k: i32| face * FACE + (minx + k) as usize * COLUMN + y;
-            let mut lanes = Lanes { zx, shaded: &mut shaded };
+            let mut lanes = Lanes { zx, shaded: &mut shaded, back: opaque_zero() };
             let till = till.min(kmax);
             let full = if full > till { kmax + 1 } else { full };
             for k in kmin..full {
@@ -438,6 +440,28 @@ fn spans<const ADVANCE: bool>(views: &mut Views, tally: &mut Tally, setup: Setup
 struct Lanes<'a> {
     zx: [f32; LANES],
     shaded: &'a mut [u32; LANES],
+    /// Where a column's eight cells are written back, from where they were
+    /// read: 0, but not to the compiler ([`opaque_zero`]).
+    back: usize,
+}
+
+/// 0, from an empty `asm!` block the compiler cannot see through, so that
+/// a store at an offset of it is not known to hit the cells just loaded.
+/// A column's eight cells are read, chosen among and written back; where
+/// the compiler knows the store hits the loaded cells, LLVM folds it into
+/// a masked store (`vmaskmovps`), which AMD's cores retire far more slowly
+/// than a blend and a plain store: it was a third of this module's time
+/// over a folder of small files (BENCHMARKS.md, "Thirty-seventh step").
+#[inline(always)]
+fn opaque_zero() -> usize {
+    let mut zero = 0usize;
+    #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+    // SAFETY: an empty template: the register comes out as it went in, and
+    // nothing else is read or written.
+    unsafe {
+        std::arch::asm!("/* {0} */", inout(reg) zero, options(pure, nomem, nostack, preserves_flags));
+    }
+    zero
 }
 
 impl Lanes<'_> {
@@ -453,17 +477,18 @@ impl Lanes<'_> {
         n: [u32; LANES],
         dzx: f32,
     ) {
-        let cells: &mut [f32; LANES] = (&mut cells[..LANES]).try_into().expect("eight cells");
+        let old: [f32; LANES] = cells[..LANES].try_into().expect("eight cells");
+        let mut new = [0.0f32; LANES];
         for l in 0..LANES {
-            let old = cells[l];
             let inside = !MASKED || ((k - lo[l]) as u32) < n[l];
-            let pass = inside & (self.zx[l] >= old);
-            cells[l] = if pass { self.zx[l] + 0.0 } else { old };
+            let pass = inside & (self.zx[l] >= old[l]);
+            new[l] = if pass { self.zx[l] + 0.0 } else { old[l] };
             self.shaded[l] += u32::from(pass);
             if ADVANCE {
                 self.zx[l] += dzx;
             }
         }
+        cells[self.back..self.back + LANES].copy_from_slice(&new);
     }
 }
 
