@@ -450,8 +450,9 @@ struct Lanes<'a> {
 /// A column's eight cells are read, chosen among and written back; where
 /// the compiler knows the store hits the loaded cells, LLVM folds it into
 /// a masked store (`vmaskmovps`), which AMD's cores retire far more slowly
-/// than a blend and a plain store: it was a third of this module's time
-/// over a folder of small files (BENCHMARKS.md, "Thirty-seventh step").
+/// than a blend and a plain store: without it, PERF-005 takes half the time
+/// over a folder of small files (0.27 -> 0.14 ms a file, BENCHMARKS.md,
+/// "Thirty-seventh step").
 #[inline(always)]
 fn opaque_zero() -> usize {
     let mut zero = 0usize;
