@@ -11,18 +11,20 @@ node_modules, and benches/validator_folder.js is the peer, as in
 `cargo bench --bench spec001 -- folder`). Each build runs
 `BINARY validate FOLDER --format json --no-config` (checks_only, SPEC-001
 on, every core); the peer runs `node benches/validator_folder.js FOLDER`.
-One warm-up round, then ROUNDS timed rounds. Prints, for each command, the
-median wall time with its quartiles and the median CPU time (user + system
-of the process tree), and for each build the median of its wall time over
-the validator's in the same round.
+One warm-up round, then ROUNDS timed rounds, each command timed by
+`interleaved.run` (the same child timing as benches/interleaved.py). Prints,
+for each command, the median wall time with its quartiles and the median
+CPU time (user + system of the process tree), and for each build the median
+of its wall time over the validator's in the same round.
 """
 
 import os
 import random
 import statistics
-import subprocess
 import sys
-import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from interleaved import run  # noqa: E402  (the same child timing)
 
 
 def main() -> None:
@@ -38,14 +40,10 @@ def main() -> None:
         order = list(commands)
         random.shuffle(order)
         for k in order:
-            before, t0 = os.times(), time.perf_counter()
-            subprocess.run(commands[k], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
-            t, after = time.perf_counter() - t0, os.times()
+            t, c, _ = run(commands[k])
             if r > 0:  # round 0 is the warm-up
                 wall[k].append(t)
-                cpu[k].append(
-                    after.children_user + after.children_system - before.children_user - before.children_system
-                )
+                cpu[k].append(c)
     base = statistics.median(wall["validator"])
     for k in commands:
         m = statistics.median(wall[k])

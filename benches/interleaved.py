@@ -27,6 +27,15 @@ def quantile(sorted_values, q):
     return sorted_values[int(q * (len(sorted_values) - 1))]
 
 
+def run(command):
+    """Runs `command` as a child reaped with `os.wait4`, its output dropped:
+    (wall seconds, user + system CPU seconds, peak resident MiB)."""
+    start = time.perf_counter()
+    child = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    _, _, usage = os.wait4(child.pid, 0)
+    return time.perf_counter() - start, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("binaries", help="comma-separated meshcheck binaries")
@@ -38,15 +47,7 @@ def main():
     results = {b: [] for b in binaries}
     for _ in range(args.runs):
         for b in binaries:
-            start = time.perf_counter()
-            child = subprocess.Popen(
-                [b, "validate", args.file, "--no-config", "--format", "json", *args.extra],
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
-            )
-            _, _, usage = os.wait4(child.pid, 0)
-            wall = time.perf_counter() - start
-            results[b].append((wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024))
+            results[b].append(run([b, "validate", args.file, "--no-config", "--format", "json", *args.extra]))
     for b in binaries:
         wall = sorted(r[0] for r in results[b])
         cpu = sorted(r[1] for r in results[b])
