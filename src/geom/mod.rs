@@ -11,6 +11,7 @@ pub mod mesh;
 pub mod overdraw;
 pub mod parts;
 pub mod prefetch;
+pub mod radix;
 #[cfg(test)]
 pub(crate) mod testrng;
 pub mod topology;

@@ -114,7 +114,10 @@ impl Kept {
     }
 }
 
-/// Cosine of the angle between two vectors (1 when either is zero).
+/// Cosine of the angle between two vectors (1 when either is zero): the
+/// definition of a corner's cosine, which [`corners`] computes with each
+/// side's length shared (the tests hold the walk to it).
+#[cfg(test)]
 fn cosine(a: [f64; 3], b: [f64; 3]) -> f64 {
     let (la, lb) = (len(a), len(b));
     if la == 0.0 || lb == 0.0 {
@@ -134,18 +137,40 @@ fn side(x: [f64; 3], y: [f64; 3], q: [f64; 3], n: [f64; 3]) -> f64 {
 /// The quad c, a, d, b's score, the sum of its four corners' absolute
 /// cosines (0 = square), or `None` when a corner is out of range (the
 /// rest are then not needed).
+///
+/// Each corner's cosine is the cosine of its two sides (1 when either has
+/// no length, otherwise clamped to -1..=1), but each side's
+/// length is taken once for the two corners at its ends ([`SIDES`]): a
+/// side read from its other end is the same difference negated, whose
+/// squares, and so whose length, are the same to the bit. Four square
+/// roots, not eight, when every corner is in range.
 #[inline(always)]
 fn corners(a: [f64; 3], b: [f64; 3], c: [f64; 3], d: [f64; 3], corner: f64) -> Option<f64> {
+    let points = [a, b, c, d];
+    let length_of = |k: usize| {
+        let (x, y) = SIDES[k % 4];
+        len(sub(points[x], points[y]))
+    };
     let mut score = 0.0;
-    for (prev, at, next) in [(c, a, d), (a, d, b), (d, b, c), (b, c, a)] {
-        let cos = cosine(sub(prev, at), sub(next, at)).abs();
+    let mut lu = length_of(0);
+    for (k, (prev, at, next)) in [(c, a, d), (a, d, b), (d, b, c), (b, c, a)].into_iter().enumerate() {
+        let lv = length_of(k + 1);
+        let cos =
+            if lu == 0.0 || lv == 0.0 { 1.0 } else { (dot(sub(prev, at), sub(next, at)) / (lu * lv)).clamp(-1.0, 1.0) }
+                .abs();
         if cos.is_nan() || cos > corner {
             return None;
         }
         score += cos;
+        lu = lv;
     }
     Some(score)
 }
+
+/// The sides of the quad c, a, d, b in the order its corners are walked,
+/// as indices into `[a, b, c, d]`: corner k (at a, d, b, c) lies between
+/// side k and side k + 1 (mod 4): c-a, d-a, b-d, c-b.
+const SIDES: [(usize, usize); 4] = [(2, 0), (3, 0), (1, 3), (2, 1)];
 
 /// Whether the quad c, a, d, b, split along a-b into faces with unit
 /// normals `n1` and `n2`, is convex: each diagonal separates the other's
@@ -376,7 +401,7 @@ const NO_QUADS: QuadTest = QuadTest { planar: f64::INFINITY, corner: f64::NEG_IN
 
 /// The walk four edges at a time on AVX2: each manifold edge's corners
 /// gathered into a lane, and the four lanes sharing each square root and
-/// division (an edge takes eleven square roots and seven divisions when
+/// division (an edge takes seven square roots and seven divisions when
 /// both checks ask, most of its cost: s13's 1.95M edges took 95 ms of CPU
 /// an edge at a time). Written with the intrinsics, not left to the
 /// compiler: lane arrays as UV-004 writes them came out half scalar here.
@@ -608,9 +633,18 @@ mod avx2 {
             let corner = _mm256_set1_pd(test.corner);
             let mut score = zero;
             let mut ok = mask_of(&four.quad);
-            for (prev, at, next) in [(c, a, d), (a, d, b), (d, b, c), (b, c, a)] {
+            // Each side's length once, for the corners at both its ends
+            // (`super::corners`, `super::SIDES`): four square roots, not eight.
+            let (ca, da, bd, cb) = (sub(c, a), sub(d, a), sub(b, d), sub(c, b));
+            let sides = [
+                _mm256_sqrt_pd(dot(ca, ca)),
+                _mm256_sqrt_pd(dot(da, da)),
+                _mm256_sqrt_pd(dot(bd, bd)),
+                _mm256_sqrt_pd(dot(cb, cb)),
+            ];
+            for (k, (prev, at, next)) in [(c, a, d), (a, d, b), (d, b, c), (b, c, a)].into_iter().enumerate() {
                 let (u, v) = (sub(prev, at), sub(next, at));
-                let (lu, lv) = (_mm256_sqrt_pd(dot(u, u)), _mm256_sqrt_pd(dot(v, v)));
+                let (lu, lv) = (sides[k], sides[(k + 1) % 4]);
                 let q = _mm256_div_pd(dot(u, v), _mm256_mul_pd(lu, lv));
                 // `clamp(-1.0, 1.0)`: below -1 is -1, above 1 is 1, a NaN kept.
                 let q = select(_mm256_cmp_pd::<_CMP_LT_OQ>(q, _mm256_set1_pd(-1.0)), _mm256_set1_pd(-1.0), q);

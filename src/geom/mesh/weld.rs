@@ -121,8 +121,8 @@ const KEY_SKIP: u64 = u64::MAX;
 const KEY_WIDE: u64 = u64::MAX - 1;
 
 /// The exact weld on cells [`CELL_TOLERANCES`] tolerances wide, without a
-/// hash table: every point's packed cell key is computed (in parallel), the
-/// (key, point) pairs are sorted (in parallel), so each cell is a run of the
+/// hash table: every point's cell key is computed (in parallel), the keys
+/// are sorted with their points' numbers, so each cell is a run of the
 /// sorted array, and neighbouring cells are found by a merge walk: for a
 /// fixed offset, the neighbour keys of ascending cells ascend, so one
 /// galloping cursor per offset finds them all. The same pairs are compared
@@ -133,6 +133,15 @@ const KEY_WIDE: u64 = u64::MAX - 1;
 /// ([`crate::geom::parts`]), each with cursors of its own, joining into
 /// one [`SharedUnionFind`] (s13's world mesh, 650,000 points: its build 134
 /// -> 127 ms, medians of 14 interleaved runs).
+///
+/// The sort: where a cell's coordinates, counted from the mesh's lowest
+/// cell on each axis, and a point's number fit one u64 together
+/// ([`CellCode::compact`]: a mesh a few metres across at the default
+/// tolerance), each point is that one number, the cell above its number,
+/// sorted by a radix sort on the cell's bits alone
+/// ([`crate::geom::radix::sort_bits`]: four linear passes for s13 instead
+/// of a comparison sort of (key, number) pairs twice the size). Otherwise
+/// the pairs are sorted as before. Both orders are by cell, then number.
 fn weld_sorted(points: &[[f64; 3]], tol: f64) -> Result<Welded, SortedMiss> {
     if !(tol > 0.0 && tol.is_finite()) {
         return Err(SortedMiss::NotPackable);
@@ -141,53 +150,206 @@ fn weld_sorted(points: &[[f64; 3]], tol: f64) -> Result<Welded, SortedMiss> {
     let cell = CELL_TOLERANCES * tol;
     let cell_of =
         |p: &[f64; 3]| -> [i64; 3] { [floor_i64(p[0] / cell), floor_i64(p[1] / cell), floor_i64(p[2] / cell)] };
-    // (key, point) pairs written in place on the thread pool (one array of
-    // exactly n pairs: a filtered list grew by doubling, copying as it
-    // went, beside an array of the keys alone). Non-finite points carry
-    // KEY_SKIP, the largest key, so they sort last and are cut off.
-    // Beside them, each point's faces near it (`near_bits`), found while
-    // the point is at hand: the walk reads a point again only when its
-    // cell holds another or a face is near it (a third of s13's points),
-    // from an array of a byte a point that stays in the cache, where the
-    // points, read in the sorted order, do not (s13's walk: 15.8 -> 6.1
-    // ms, its key pass 3.1 -> 4.2).
+    // Each point's packed cell key, written in place on the thread pool
+    // (KEY_SKIP for a non-finite point, KEY_WIDE for a cell past the packed
+    // range), with the range of the packed keys' coordinates over the
+    // finite points. Beside them, each point's faces near it
+    // (`near_bits`), found while the point is at hand: the walk reads a
+    // point again only when its cell holds another or a face is near it (a
+    // third of s13's points), from an array of a byte a point that stays
+    // in the cache, where the points, read in the sorted order, do not
+    // (s13's walk: 15.8 -> 6.1 ms, its key pass 3.1 -> 4.2).
     let mut near = vec![0u8; n];
-    let mut sorted: Vec<(u64, u32)> = points
-        .par_iter()
-        .zip(near.par_iter_mut())
-        .enumerate()
-        .map(|(i, (p, near))| {
-            if !p.iter().all(|v| v.is_finite()) {
-                return (KEY_SKIP, i as u32);
+    let mut keys = vec![0u64; n];
+    const CHUNK: usize = 1 << 14;
+    let span = keys
+        .par_chunks_mut(CHUNK)
+        .zip(near.par_chunks_mut(CHUNK))
+        .zip(points.par_chunks(CHUNK))
+        .map(|((keys, near), points)| {
+            let mut span = Span::EMPTY;
+            for ((key, near), p) in keys.iter_mut().zip(near).zip(points) {
+                *key = if !p.iter().all(|v| v.is_finite()) {
+                    span.skipped += 1;
+                    KEY_SKIP
+                } else {
+                    let k = cell_of(p);
+                    *near = near_bits(p, k, cell, tol);
+                    match CellMap::pack(k) {
+                        Some(packed) => {
+                            span.add(packed);
+                            packed
+                        }
+                        None => {
+                            span.wide = true;
+                            KEY_WIDE
+                        }
+                    }
+                };
             }
-            let k = cell_of(p);
-            *near = near_bits(p, k, cell, tol);
-            (CellMap::pack(k).unwrap_or(KEY_WIDE), i as u32)
+            span
         })
-        .collect();
-    sorted.par_sort_unstable();
-    sorted.truncate(sorted.partition_point(|&(k, _)| k != KEY_SKIP));
-    // KEY_WIDE sorts last but for the non-finite points, cut off above:
-    // one look at the end instead of a pass over every key before the sort
-    // (which is wasted only for a mesh the hash grid then welds).
-    if sorted.last().is_some_and(|&(k, _)| k == KEY_WIDE) {
+        .reduce(|| Span::EMPTY, Span::merge);
+    if span.wide {
         return Err(SortedMiss::NotPackable);
     }
-    let (cell_keys, starts) = cells_of(&sorted);
+    let finite = n - span.skipped;
+    match CellCode::compact(&span, n) {
+        Some((code, id_bits)) => {
+            // A point as one number: its cell's compact key above its own
+            // number (a non-finite one's cell past every finite cell).
+            let past = code.past();
+            keys.par_iter_mut().enumerate().for_each(|(i, key)| {
+                let cell = if *key == KEY_SKIP { past } else { code.key_of_packed(*key) };
+                *key = cell << id_bits | i as u64;
+            });
+            let mut sorted = crate::geom::radix::sort_bits(keys, id_bits, id_bits + code.bits());
+            sorted.truncate(finite);
+            let id_mask = (1u64 << id_bits) - 1;
+            walk_sorted(points, tol, &near, &code, finite, |a| sorted[a] >> id_bits, |a| (sorted[a] & id_mask) as u32)
+        }
+        None => {
+            let mut sorted: Vec<(u64, u32)> = keys.par_iter().enumerate().map(|(i, &k)| (k, i as u32)).collect();
+            drop(keys);
+            sorted.par_sort_unstable();
+            // KEY_SKIP sorts last: cut off.
+            sorted.truncate(finite);
+            walk_sorted(points, tol, &near, &CellCode::PACKED, finite, |a| sorted[a].0, |a| sorted[a].1)
+        }
+    }
+}
+
+/// The range of packed cell keys' coordinates over a mesh's finite
+/// points ([`weld_sorted`]'s key pass), with the points it skipped.
+#[derive(Clone, Copy)]
+struct Span {
+    min: [u64; 3],
+    max: [u64; 3],
+    /// Non-finite points.
+    skipped: usize,
+    /// Whether a cell was past the packed range.
+    wide: bool,
+}
+
+impl Span {
+    const EMPTY: Span = Span { min: [u64::MAX; 3], max: [0; 3], skipped: 0, wide: false };
+
+    /// A packed key's coordinates, as [`CellCode::PACKED`] lays them out.
+    fn fields(packed: u64) -> [u64; 3] {
+        [packed >> 42, packed >> 21 & FIELD, packed & FIELD]
+    }
+
+    fn add(&mut self, packed: u64) {
+        for (a, f) in Self::fields(packed).into_iter().enumerate() {
+            self.min[a] = self.min[a].min(f);
+            self.max[a] = self.max[a].max(f);
+        }
+    }
+
+    fn merge(self, other: Span) -> Span {
+        Span {
+            min: std::array::from_fn(|a| self.min[a].min(other.min[a])),
+            max: std::array::from_fn(|a| self.max[a].max(other.max[a])),
+            skipped: self.skipped + other.skipped,
+            wide: self.wide || other.wide,
+        }
+    }
+}
+
+/// The mask of one packed coordinate (21 bits).
+const FIELD: u64 = F as u64 - 1;
+
+/// How a cell's three coordinates lie in one key: coordinate `a`, less
+/// `base[a]`, at bit `shift[a]`, below `limit[a]`; keys order as the
+/// coordinates do, x first. [`CellCode::PACKED`] is [`CellMap::pack`]'s
+/// layout; [`CellCode::compact`] one as narrow as a mesh's cells allow.
+struct CellCode {
+    base: [u64; 3],
+    shift: [u32; 3],
+    limit: [i64; 3],
+}
+
+/// Bits needed to write `v`.
+fn bits_for(v: u64) -> u32 {
+    64 - v.leading_zeros()
+}
+
+impl CellCode {
+    const PACKED: CellCode = CellCode { base: [0; 3], shift: [42, 21, 0], limit: [F; 3] };
+
+    /// The narrowest layout of the cells `span` covers, with room on x for
+    /// one cell past them ([`CellCode::past`]), and the bits a number below
+    /// `n` takes under it; `None` when both do not fit in 64 bits (or no
+    /// point is finite).
+    fn compact(span: &Span, n: usize) -> Option<(CellCode, u32)> {
+        if span.min[0] > span.max[0] {
+            return None;
+        }
+        let width: [u32; 3] = std::array::from_fn(|a| bits_for(span.max[a] - span.min[a] + u64::from(a == 0)));
+        let id_bits = bits_for(n.saturating_sub(1) as u64);
+        (width.iter().sum::<u32>() + id_bits <= 64).then(|| {
+            let code =
+                CellCode { base: span.min, shift: [width[1] + width[2], width[2], 0], limit: width.map(|w| 1i64 << w) };
+            (code, id_bits)
+        })
+    }
+
+    /// Bits a key takes.
+    fn bits(&self) -> u32 {
+        self.shift[0] + self.limit[0].trailing_zeros()
+    }
+
+    /// The key of the cell one past the last on x: after every cell.
+    fn past(&self) -> u64 {
+        (self.limit[0] as u64 - 1) << self.shift[0]
+    }
+
+    /// A packed key ([`CellCode::PACKED`]) in this layout (its cell within
+    /// the span this layout was made for).
+    fn key_of_packed(&self, packed: u64) -> u64 {
+        let f = Span::fields(packed);
+        (0..3).fold(0, |key, a| key | (f[a] - self.base[a]) << self.shift[a])
+    }
+
+    /// A key's coordinates, as signed numbers in `0..limit`.
+    fn coordinates(&self, key: u64) -> [i64; 3] {
+        std::array::from_fn(|a| (key >> self.shift[a] & (self.limit[a] as u64 - 1)) as i64)
+    }
+
+    /// The key of coordinates in `0..limit` each.
+    fn key(&self, c: [i64; 3]) -> u64 {
+        (0..3).fold(0, |key, a| key | (c[a] as u64) << self.shift[a])
+    }
+}
+
+/// [`weld_sorted`] once its finite points are sorted by cell: `m` of
+/// them, the one at sorted position `a` in the cell `cell_at(a)` (a key
+/// of `code`) with number `id_at(a)`.
+fn walk_sorted(
+    points: &[[f64; 3]],
+    tol: f64,
+    near: &[u8],
+    code: &CellCode,
+    m: usize,
+    cell_at: impl Fn(usize) -> u64 + Sync,
+    id_at: impl Fn(usize) -> u32 + Sync,
+) -> Result<Welded, SortedMiss> {
+    let n = points.len();
+    let (cell_keys, starts) = cells_of(m, &cell_at);
     let uf = SharedUnionFind::new(n);
     let tol2 = tol * tol;
     let budget = WELD_COMPARISONS_PER_POINT * n as u64 + 1_000_000;
-    // The point at sorted position `a`. Read through the sort's indices:
+    // The point at sorted position `a`. Read through the sort's numbers:
     // the positions gathered into sorted order first (in parallel) took
     // 10-11 ms of s13's weld and 24 bytes a point, where the walk reads
     // each point once from memory and its cell's neighbours from the cache.
-    let at = |a: usize| &points[sorted[a].1 as usize];
+    let at = |a: usize| &points[id_at(a) as usize];
     // Compares the points at sorted positions `a` and `b`.
     let close = |a: usize, b: usize| {
         let (p, q) = (at(a), at(b));
         let d2 = (p[0] - q[0]).powi(2) + (p[1] - q[1]).powi(2) + (p[2] - q[2]).powi(2);
         if d2 <= tol2 {
-            uf.union(sorted[a].1, sorted[b].1);
+            uf.union(id_at(a), id_at(b));
         }
     };
     // Walks `cells`, joining the close pairs; returns the comparisons
@@ -209,15 +371,14 @@ fn weld_sorted(points: &[[f64; 3]], tol: f64) -> Result<Welded, SortedMiss> {
                     close(a, b);
                 }
             }
-            let key = cell_keys[c];
-            let k = [(key >> 42) as i64, ((key >> 21) & (F as u64 - 1)) as i64, (key & (F as u64 - 1)) as i64];
+            let k = code.coordinates(cell_keys[c]);
             for a in run {
                 // The same face test as the hash grid, found with the keys.
-                let bits = near[sorted[a].1 as usize];
+                let bits = near[id_at(a) as usize];
                 if bits == 0 {
                     continue;
                 }
-                each_neighbour_cell(k, face_range(bits), |slot, target| {
+                each_neighbour_cell(code, k, face_range(bits), |slot, target| {
                     let found = gallop(&cell_keys, cursor[slot], target);
                     cursor[slot] = found;
                     if found < cell_keys.len() && cell_keys[found] == target {
@@ -263,16 +424,15 @@ fn floor_i64(x: f64) -> i64 {
     t.saturating_sub(((t as f64) > x) as i64)
 }
 
-/// The runs of equal keys of `sorted` (sorted by key), its cells: each
-/// cell's key, and where each begins (then `sorted.len()`), so that
-/// `keys[c]` holds the points `sorted[starts[c]..starts[c + 1]]`. Found in
-/// parts on the pool: each part counts the runs that begin in its range,
-/// then writes them where the counts before it end (s13's 650,000 points
-/// took 5-6 ms on one thread, its other core idle).
-fn cells_of(sorted: &[(u64, u32)]) -> (Vec<u64>, Vec<u32>) {
-    let n = sorted.len();
+/// The runs of equal keys among `n` keys in ascending order (`key(i)` the
+/// i-th), the cells: each cell's key, and where each begins (then `n`),
+/// so that `keys[c]` is the key of positions `starts[c]..starts[c + 1]`.
+/// Found in parts on the pool: each part counts the runs that begin in its
+/// range, then writes them where the counts before it end (s13's 650,000
+/// points took 5-6 ms on one thread, its other core idle).
+fn cells_of(n: usize, key: &(impl Fn(usize) -> u64 + Sync)) -> (Vec<u64>, Vec<u32>) {
     let ranges = crate::geom::parts::ranges(n, crate::geom::parts::parts_for(n), 1);
-    let begins = |i: usize| i == 0 || sorted[i - 1].0 != sorted[i].0;
+    let begins = |i: usize| i == 0 || key(i - 1) != key(i);
     let counts: Vec<usize> = ranges.par_iter().map(|r| r.clone().filter(|&i| begins(i)).count()).collect();
     let cells: usize = counts.iter().sum();
     let (mut keys, mut starts) = (vec![0u64; cells], vec![0u32; cells + 1]);
@@ -285,7 +445,7 @@ fn cells_of(sorted: &[(u64, u32)]) -> (Vec<u64>, Vec<u32>) {
         .collect();
     jobs.into_par_iter().for_each(|(r, k, st)| {
         for (j, i) in r.filter(|&i| begins(i)).enumerate() {
-            (k[j], st[j]) = (sorted[i].0, i as u32);
+            (k[j], st[j]) = (key(i), i as u32);
         }
     });
     (keys, starts)
@@ -322,14 +482,16 @@ fn face_range(bits: u8) -> [[i64; 2]; 3] {
 /// a 63-bit key).
 const F: i64 = 1 << 21;
 
-/// Calls `f(slot, key)` for the cells around cell `k` (packed
-/// coordinates) at the offsets `range` allows ([`near_faces`]), in order,
-/// leaving out `k` itself and cells off the packed range; `slot` is the
+/// Calls `f(slot, key)` for the cells around cell `k` (coordinates of
+/// `code`) at the offsets `range` allows ([`near_faces`]), in order, with
+/// their keys in `code`, leaving out `k` itself and cells off the code's
+/// range; `slot` is the
 /// offset's cursor, (dx+1)*9 + (dy+1)*3 + (dz+1). Stops at `f`'s first
 /// error. Nested loops, not an iterator chain: a third of a mesh's points
 /// come here, and the chain made the weld 5 ms slower on s13.
 #[inline(always)]
 fn each_neighbour_cell<E>(
+    code: &CellCode,
     k: [i64; 3],
     range: [[i64; 2]; 3],
     mut f: impl FnMut(usize, u64) -> Result<(), E>,
@@ -338,11 +500,11 @@ fn each_neighbour_cell<E>(
         for dy in range[1][0]..=range[1][1] {
             for dz in range[2][0]..=range[2][1] {
                 let t = [k[0] + dx, k[1] + dy, k[2] + dz];
-                if [dx, dy, dz] == [0; 3] || t.iter().any(|v| !(0..F).contains(v)) {
+                if [dx, dy, dz] == [0; 3] || (0..3).any(|a| !(0..code.limit[a]).contains(&t[a])) {
                     continue;
                 }
                 let slot = ((dx + 1) * 9 + (dy + 1) * 3 + (dz + 1)) as usize;
-                f(slot, ((t[0] as u64) << 42) | ((t[1] as u64) << 21) | t[2] as u64)?;
+                f(slot, code.key(t))?;
             }
         }
     }
@@ -530,7 +692,48 @@ mod tests {
                 }
             }
             starts.push(n as u32);
-            assert_eq!(cells_of(&sorted), (keys, starts), "{n} keys");
+            assert_eq!(cells_of(n, &|i| sorted[i].0), (keys, starts), "{n} keys");
+        }
+    }
+
+    #[test]
+    fn compact_keys_order_as_packed_keys_and_find_the_same_neighbours() {
+        // Cells over a span of each axis: their compact keys order as the
+        // packed keys do, each key's coordinates come back, the cell past
+        // them sorts after all, and a neighbour's compact key is the
+        // compact key of its packed one.
+        let mut rng = crate::geom::testrng::XorShift::new(0xc0de);
+        for (lo, wide) in [([-5i64, 7, 0], [3i64, 1, 40]), ([-1000, -1000, -1000], [4000, 17, 1]), ([0; 3], [0; 3])] {
+            let cells: Vec<[i64; 3]> =
+                (0..500).map(|_| std::array::from_fn(|a| lo[a] + rng.below(wide[a] as u64 + 1) as i64)).collect();
+            let mut span = Span::EMPTY;
+            let packed: Vec<u64> = cells.iter().map(|&k| CellMap::pack(k).expect("packable")).collect();
+            packed.iter().for_each(|&p| span.add(p));
+            let (code, id_bits) = CellCode::compact(&span, 500).expect("narrow");
+            assert_eq!(id_bits, 9);
+            let compact: Vec<u64> = packed.iter().map(|&p| code.key_of_packed(p)).collect();
+            for i in 0..cells.len() {
+                assert!(compact[i] < code.past() && code.past() < 1 << code.bits());
+                for j in 0..cells.len() {
+                    assert_eq!(packed[i].cmp(&packed[j]), compact[i].cmp(&compact[j]));
+                }
+                let c = code.coordinates(compact[i]);
+                assert_eq!(code.key(c), compact[i]);
+                // Counted from the lowest cell of each axis.
+                let want: [i64; 3] = std::array::from_fn(|a| cells[i][a] + CellMap::LIMIT - span.min[a] as i64);
+                assert_eq!(c, want);
+                let mut seen = 0;
+                let all = [[-1, 1]; 3];
+                each_neighbour_cell(&code, c, all, |_, key| {
+                    let t = code.coordinates(key);
+                    let back: [i64; 3] = std::array::from_fn(|a| t[a] + span.min[a] as i64 - CellMap::LIMIT);
+                    assert_eq!(code.key_of_packed(CellMap::pack(back).expect("packable")), key);
+                    seen += 1;
+                    Ok::<(), ()>(())
+                })
+                .unwrap();
+                assert!(seen <= 26);
+            }
         }
     }
 
@@ -658,6 +861,26 @@ mod tests {
         let wide = [[0.0; 3], [f64::NAN, 0.0, 0.0], [0.0, -1e12, 0.0], [1.0, 1.0, 1.0], [f64::INFINITY; 3]];
         assert_eq!(weld_sorted(&wide, 1e-5), Err(SortedMiss::NotPackable));
         assert_eq!(weld_sorted(&[[0.0; 3]], 0.0), Err(SortedMiss::NotPackable));
+        // Clusters across the whole packed range (2^21 cells an axis, 63
+        // bits of cell): too wide for the compact keys, so the pairs are
+        // sorted, and the labels are still the hash grid's.
+        let reach = (CellMap::LIMIT - 2) as f64 * cell;
+        let mut pts = Vec::new();
+        for _ in 0..3_000 {
+            let c = [0, 1, 2].map(|_| (rnd() * 2.0 - 1.0) * reach);
+            for _ in 0..(1 + (rnd() * 3.0) as usize) {
+                pts.push(c.map(|v| v + (rnd() - 0.5) * 1.5 * tol));
+            }
+        }
+        pts.push([f64::NAN, 0.0, 0.0]);
+        let mut span = Span::EMPTY;
+        pts.iter()
+            .filter(|p| p[0].is_finite())
+            .for_each(|p| span.add(CellMap::pack([0, 1, 2].map(|a| floor_i64(p[a] / cell))).expect("packable")));
+        assert!(CellCode::compact(&span, pts.len()).is_none(), "too wide for one u64");
+        let sorted = weld_sorted(&pts, tol).expect("sparse enough");
+        assert!(sorted.count < pts.len());
+        assert_eq!(sorted, weld_grid(&pts, tol, CELL_TOLERANCES, false).expect("sparse enough"));
     }
 
     #[test]
