@@ -157,7 +157,7 @@ impl WorldMesh {
         let mut out = Vec::with_capacity(self.triangle_count());
         for (inst, &mirrored) in scene.instances.iter().zip(&self.mirrored) {
             let prim = &scene.primitives[inst.primitive];
-            let place = mat4::Placer::new(&inst.world);
+            let place = mat4::Placer::for_points(&inst.world, &prim.positions);
             out.par_extend(prim.triangles.par_iter().map(|&tri| {
                 let (c, repeated) = corners(&place, mirrored, prim, tri);
                 f(c, repeated)
@@ -370,7 +370,7 @@ impl Scene {
             let prim = &self.primitives[inst.primitive];
             first_point.push(points.len());
             first_triangle.push(tris);
-            let place = mat4::Placer::new(&inst.world);
+            let place = mat4::Placer::for_points(&inst.world, &prim.positions);
             points.par_extend(prim.positions.par_iter().map(|p| place.place(*p)));
             tris += prim.triangles.len() as u32;
         }

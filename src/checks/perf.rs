@@ -156,18 +156,6 @@ fn indices(p: &Primitive) -> &[u32] {
     bytemuck::cast_slice(&p.triangles)
 }
 
-/// Vertices a primitive's triangles reference (each once).
-fn referenced(p: &Primitive) -> u64 {
-    let mut seen = vec![false; p.positions.len()];
-    let mut n = 0u64;
-    for &v in indices(p) {
-        if !std::mem::replace(&mut seen[v as usize], true) {
-            n += 1;
-        }
-    }
-    n
-}
-
 /// Triangle-weighted mean of `f` over primitives weighted by `w`.
 fn weighted(items: &[(f64, f64)]) -> f64 {
     let total: f64 = items.iter().map(|x| x.1).sum();
@@ -223,7 +211,7 @@ pub fn vertex_cache(cx: &Ctx<'_>) -> CheckOutput {
     let mut worse = Vec::new();
     for &(p, n) in &prims {
         let stats = meshopt::analyze_vertex_cache(indices(p), p.positions.len(), VERTEX_CACHE_SIZE, 0, 0);
-        let (t, r, k) = (stats.vertices_transformed as f64, referenced(p) as f64, p.triangles.len() as f64);
+        let (t, r, k) = (stats.vertices_transformed as f64, p.referenced_vertices() as f64, p.triangles.len() as f64);
         transformed += t * n as f64;
         refs += r * n as f64;
         tris += k * n as f64;
@@ -420,7 +408,7 @@ pub fn vertex_fetch(cx: &Ctx<'_>) -> CheckOutput {
         let size = vertex_size(&cx.asset.root, p);
         let stats = meshopt::analyze_vertex_fetch(indices(p), p.positions.len(), size);
         rows.push((stats.overfetch as f64, p.triangles.len() as f64 * n as f64));
-        unused += p.vertex_count() - referenced(p);
+        unused += p.vertex_count() - p.referenced_vertices();
         dups += (p.positions.len() - unique_vertices(p)) as u64;
         verts += p.vertex_count();
     }

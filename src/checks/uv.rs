@@ -404,7 +404,7 @@ pub fn stretch_split(cx: &Ctx<'_>) -> Split {
             // Four triangles at a time: their square roots and divisions
             // share the vector registers (`triangle_stretch4`).
             let n = p.triangles.len();
-            let place = mat4::Placer::new(&inst.world);
+            let place = mat4::Placer::for_points(&inst.world, &p.positions);
             guv::extend_measured4(samples, n, *visited, |i| {
                 let (corners, uv, ok) = placed_quad(p, &place, uvs, i);
                 let uv = uv.map(|t| t.map(|q| [q[0] as f64 * sx, q[1] as f64 * sy]));
@@ -908,7 +908,7 @@ pub fn texel_density_split(cx: &Ctx<'_>) -> Split {
             };
             // Four triangles at a time, as UV-004 measures them.
             let n = p.triangles.len();
-            let place = mat4::Placer::new(&inst.world);
+            let place = mat4::Placer::for_points(&inst.world, &p.positions);
             guv::extend_measured4(&mut samples, n, visited, |i| {
                 let (corners, uv, ok) = placed_quad(p, &place, uvs, i);
                 guv::texel_density4(&corners, &uv, ok, w as f64, h as f64).map(|s| s.map(|(area, d)| (d, area)))
