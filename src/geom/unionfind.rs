@@ -155,6 +155,14 @@ impl SharedUnionFind {
         self.into_labels(|_| false)
     }
 
+    /// How many sets [`SharedUnionFind::into_labels`] would label (every
+    /// thread's unions done), `skip` leaving out elements never joined: its
+    /// roots not left out, counted on the pool without labelling anything
+    /// (a pass over the parents, where labelling writes every element).
+    pub fn count_sets(&self, skip: impl Fn(usize) -> bool + Sync) -> usize {
+        self.parent.par_iter().enumerate().filter(|&(i, p)| p.load(Ordering::Relaxed) as usize == i && !skip(i)).count()
+    }
+
     /// [`UnionFind::into_labels`] of the sets joined (every thread's
     /// unions done), `skip` leaving out elements never joined.
     ///
@@ -300,7 +308,10 @@ mod tests {
             let (shared, mut plain) = (SharedUnionFind::new(n as usize), UnionFind::new(n as usize));
             pairs.par_chunks(97).for_each(|c| c.iter().for_each(|&(a, b)| shared.union(a, b)));
             pairs.iter().for_each(|&(a, b)| _ = plain.union(a, b));
-            assert_eq!(shared.into_labels(skip), plain.into_labels(skip), "n = {n}, left out");
+            let counted = shared.count_sets(skip);
+            let (labels, k) = shared.into_labels(skip);
+            assert_eq!(counted, k, "n = {n}: the sets counted are those labelled");
+            assert_eq!((labels, k), plain.into_labels(skip), "n = {n}, left out");
         }
     }
 

@@ -3,7 +3,7 @@
 //! two-pass chessboard distance transform (`gaps`) finds the smallest gap
 //! and the pairs of neighbouring islands that are too close (`Pairs`).
 
-use super::islands::uv_islands;
+use super::islands::uv_islands_if_several;
 use super::layout::UvMesh;
 use super::raster::{
     Coverage, RASTER_WORK_BUDGET, RasterPlan, any_inside, for_each_inside, raster_at, rasterise, setup, spans,
@@ -37,7 +37,7 @@ pub struct PaddingStats {
     pub close_meshes: Vec<bool>,
 }
 
-/// Measures the padding between the UV islands ([`uv_islands`]) of `meshes`
+/// Measures the padding between the UV islands ([`super::islands::uv_islands`]) of `meshes`
 /// inside the [0,1) tile of a `width` x `height` texture (see [`plan_raster`]).
 ///
 /// Each island is rasterised conservatively (every texel whose open square
@@ -68,7 +68,8 @@ fn padding_of(
     search_px: f64,
     shortcut: bool,
 ) -> PaddingStats {
-    let islands = uv_islands(meshes);
+    // One island (or none) is measured by its count alone (below).
+    let islands = uv_islands_if_several(meshes);
     let too_close = |gap_texels: u32, plan: RasterPlan| (gap_texels as f64) / plan.scale < min_gap_px;
     let at_full = raster_at(width, height, 1.0);
     // More islands than far_apart compares: skip its pass over the triangles.
@@ -106,9 +107,11 @@ fn padding_of(
     let mut t_global = 0usize;
     for (flag, m) in close_meshes.iter_mut().zip(meshes) {
         let n = m.triangles.len();
-        *flag = islands.island[t_global..t_global + n]
-            .iter()
-            .any(|&i| close_island.get(i as usize).copied().unwrap_or(false));
+        // No labels (one island or none): no pair, so no mesh is close.
+        *flag = islands
+            .island
+            .get(t_global..t_global + n)
+            .is_some_and(|labels| labels.iter().any(|&i| close_island.get(i as usize).copied().unwrap_or(false)));
         t_global += n;
     }
     let min_gap_px = min_gap.filter(|&g| g < radius as u32).map(|g| g as f64 / plan.scale);
@@ -747,6 +750,7 @@ fn pair(a: u32, b: u32) -> (u32, u32) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::geom::uv::islands::uv_islands;
     use crate::geom::uv::layout::fixtures::{SQUARE, mesh};
 
     /// Two squares side by side, `gap` texels apart at 64 texels:
