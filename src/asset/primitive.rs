@@ -41,9 +41,12 @@ pub struct Primitive {
     /// The vertex count once [`Primitive::free_geometry`] has freed the
     /// positions (`None` while they are held).
     pub freed_vertices: Option<u64>,
-    /// [`Primitive::referenced_vertices`], found once for the checks that
-    /// read it (PERF-004 and PERF-006).
-    pub(crate) referenced: std::sync::OnceLock<u64>,
+    /// [`Primitive::referenced_vertices`] once found, for the checks that
+    /// read it (PERF-004 and PERF-006): built empty (`Default`) and filled
+    /// by that call, never set by hand. Public, like every field, so that
+    /// a primitive can still be built field by field with
+    /// `..Primitive::default()` (the fuzz targets build theirs so).
+    pub referenced: std::sync::OnceLock<u64>,
 }
 
 impl Primitive {
