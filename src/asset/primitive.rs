@@ -6,6 +6,11 @@ use crate::geom::mat4::Aabb;
 /// UV sets read per primitive (TEXCOORD_0..TEXCOORD_7).
 pub const MAX_UV_SETS: usize = 8;
 
+/// A count found once and kept ([`Primitive::referenced`]): empty when
+/// built, filled only by the primitive's own methods.
+#[derive(Debug, Clone, Default)]
+pub struct CountCache(std::sync::OnceLock<u64>);
+
 /// A decoded mesh primitive, in its mesh's local space.
 #[derive(Debug, Clone, Default)]
 pub struct Primitive {
@@ -42,11 +47,11 @@ pub struct Primitive {
     /// positions (`None` while they are held).
     pub freed_vertices: Option<u64>,
     /// [`Primitive::referenced_vertices`] once found, for the checks that
-    /// read it (PERF-004 and PERF-006): built empty (`Default`) and filled
-    /// by that call, never set by hand. Public, like every field, so that
-    /// a primitive can still be built field by field with
-    /// `..Primitive::default()` (the fuzz targets build theirs so).
-    pub referenced: std::sync::OnceLock<u64>,
+    /// read it (PERF-004 and PERF-006). Public, like every field, so that a
+    /// primitive can still be built field by field with
+    /// `..Primitive::default()` (the fuzz targets build theirs so); its
+    /// value is private and only that call fills it.
+    pub referenced: CountCache,
 }
 
 impl Primitive {
@@ -60,7 +65,7 @@ impl Primitive {
     /// over the positions and triangles held then: call it before
     /// [`Primitive::free_geometry`].
     pub fn referenced_vertices(&self) -> u64 {
-        *self.referenced.get_or_init(|| {
+        *self.referenced.0.get_or_init(|| {
             let mut seen = vec![false; self.positions.len()];
             let mut n = 0u64;
             for &v in self.triangles.as_flattened() {

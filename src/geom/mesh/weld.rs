@@ -209,8 +209,22 @@ fn weld_sorted(points: &[[f64; 3]], tol: f64) -> Result<Welded, SortedMiss> {
             walk_sorted(points, tol, &near, &code, finite, |a| sorted[a] >> id_bits, |a| (sorted[a] & id_mask) as u32)
         }
         None => {
-            let mut sorted: Vec<(u64, u32)> = keys.par_iter().enumerate().map(|(i, &k)| (k, i as u32)).collect();
+            // The (key, number) pairs, from the points again rather than
+            // from `keys`, so that the two arrays are not held at once (16
+            // bytes a point at the peak, not 24).
             drop(keys);
+            let mut sorted: Vec<(u64, u32)> = points
+                .par_iter()
+                .enumerate()
+                .map(|(i, p)| {
+                    let key = if p.iter().all(|v| v.is_finite()) {
+                        CellMap::pack(cell_of(p)).expect("no cell is wide here")
+                    } else {
+                        KEY_SKIP
+                    };
+                    (key, i as u32)
+                })
+                .collect();
             sorted.par_sort_unstable();
             // KEY_SKIP sorts last: cut off.
             sorted.truncate(finite);
@@ -234,9 +248,9 @@ struct Span {
 impl Span {
     const EMPTY: Span = Span { min: [u64::MAX; 3], max: [0; 3], skipped: 0, wide: false };
 
-    /// A packed key's coordinates, as [`CellCode::PACKED`] lays them out.
+    /// A packed key's coordinates ([`CellCode::PACKED`]).
     fn fields(packed: u64) -> [u64; 3] {
-        [packed >> 42, packed >> 21 & FIELD, packed & FIELD]
+        CellCode::PACKED.coordinates(packed).map(|c| c as u64)
     }
 
     fn add(&mut self, packed: u64) {
@@ -255,9 +269,6 @@ impl Span {
         }
     }
 }
-
-/// The mask of one packed coordinate (21 bits).
-const FIELD: u64 = F as u64 - 1;
 
 /// How a cell's three coordinates lie in one key: coordinate `a`, less
 /// `base[a]`, at bit `shift[a]`, below `limit[a]`; keys order as the
@@ -653,10 +664,9 @@ impl CellMap {
     const LIMIT: i64 = 1 << 20;
 
     fn pack(k: [i64; 3]) -> Option<u64> {
-        k.iter().all(|&c| (-Self::LIMIT..Self::LIMIT).contains(&c)).then(|| {
-            let f = |c: i64| (c + Self::LIMIT) as u64;
-            (f(k[0]) << 42) | (f(k[1]) << 21) | f(k[2])
-        })
+        k.iter()
+            .all(|&c| (-Self::LIMIT..Self::LIMIT).contains(&c))
+            .then(|| CellCode::PACKED.key(k.map(|c| c + Self::LIMIT)))
     }
 
     fn get_or_insert(&mut self, k: [i64; 3], new: impl FnOnce() -> u32) -> u32 {
