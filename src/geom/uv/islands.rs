@@ -222,7 +222,9 @@ fn each_triangle(
 /// finite. Open addressing with linear probing, on this thread: hashing in
 /// parts into one table took longer on two cores than this (each slot
 /// claimed by a compare-and-swap, and its first vertex kept by another,
-/// both missing the cache).
+/// both missing the cache), and hashing in parts that each own a run of
+/// the table saved nothing in a whole run: the other core is busy with
+/// UV-004's summary while this runs (BENCHMARKS.md, "Thirty-ninth step").
 fn point_ids(meshes: &[UvMesh<'_>]) -> (Vec<u32>, usize) {
     let vertices: usize = meshes.iter().map(|m| m.uvs.len()).sum();
     // At most two thirds full (a third of the memory of a table twice the
@@ -365,6 +367,50 @@ mod tests {
             for parts in 2..=5 {
                 assert_eq!(islands_in_parts(&meshes, parts, 0), want, "round {round}, {parts} parts");
             }
+        }
+    }
+
+    #[test]
+    fn point_ids_name_each_uv_point_once() {
+        // Few distinct UV points over several meshes (so points are found
+        // again, and probes collide), NaN and infinite UVs, and -0.0 beside
+        // 0.0; blocks of the probe ended inside a mesh.
+        let mut rng = crate::geom::testrng::XorShift::new(0x0901_71d5);
+        for (round, (meshes_n, per_mesh, distinct)) in
+            [(1usize, 0usize, 1u64), (1, 5, 3), (3, 200, 40), (4, 3000, 5000), (2, 40_000, 30_000)]
+                .into_iter()
+                .enumerate()
+        {
+            let uvs: Vec<Vec<[f32; 2]>> = (0..meshes_n)
+                .map(|_| {
+                    (0..per_mesh)
+                        .map(|_| match rng.below(50) {
+                            0 => [f32::NAN, 0.25],
+                            1 => [0.5, f32::INFINITY],
+                            2 => [-0.0, 0.0],
+                            _ => {
+                                let d = rng.below(distinct);
+                                [d as f32 / 7.0, (d % 13) as f32]
+                            }
+                        })
+                        .collect()
+                })
+                .collect();
+            let meshes: Vec<UvMesh<'_>> = uvs.iter().map(|u| mesh(u, &[])).collect();
+            let all: Vec<[f32; 2]> = uvs.concat();
+            let (point, points) = point_ids(&meshes);
+            assert_eq!(point.len(), all.len(), "round {round}");
+            // One id a point, numbered in order of first appearance.
+            let mut named: std::collections::HashMap<u64, u32> = Default::default();
+            for (&uv, &id) in all.iter().zip(&point) {
+                if !(uv[0].is_finite() && uv[1].is_finite()) {
+                    assert_eq!(id, NO_POINT, "round {round}");
+                    continue;
+                }
+                let next = named.len() as u32;
+                assert_eq!(*named.entry(uv_key(uv)).or_insert(next), id, "round {round}");
+            }
+            assert_eq!(named.len(), points, "round {round}");
         }
     }
 
