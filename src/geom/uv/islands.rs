@@ -400,15 +400,17 @@ mod tests {
             let all: Vec<[f32; 2]> = uvs.concat();
             let (point, points) = point_ids(&meshes);
             assert_eq!(point.len(), all.len(), "round {round}");
-            // One id a point, numbered in order of first appearance.
-            let mut named: std::collections::HashMap<u64, u32> = Default::default();
+            // One id a point (the same bits, -0.0 read as 0.0), numbered in
+            // order of first appearance.
+            let bits = |x: f32| if x == 0.0 { 0 } else { x.to_bits() };
+            let mut named: std::collections::HashMap<(u32, u32), u32> = Default::default();
             for (&uv, &id) in all.iter().zip(&point) {
                 if !(uv[0].is_finite() && uv[1].is_finite()) {
                     assert_eq!(id, NO_POINT, "round {round}");
                     continue;
                 }
                 let next = named.len() as u32;
-                assert_eq!(*named.entry(uv_key(uv)).or_insert(next), id, "round {round}");
+                assert_eq!(*named.entry((bits(uv[0]), bits(uv[1]))).or_insert(next), id, "round {round}");
             }
             assert_eq!(named.len(), points, "round {round}");
         }
