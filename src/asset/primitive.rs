@@ -7,9 +7,17 @@ use crate::geom::mat4::Aabb;
 pub const MAX_UV_SETS: usize = 8;
 
 /// A count found once and kept ([`Primitive::referenced`]): empty when
-/// built, filled only by the primitive's own methods.
-#[derive(Debug, Clone, Default)]
+/// built, filled only by the primitive's own methods. A clone starts
+/// empty: the clone's triangles may be changed, and a count copied from
+/// the original would then be stale (it is found again, once, on demand).
+#[derive(Debug, Default)]
 pub struct CountCache(std::sync::OnceLock<u64>);
+
+impl Clone for CountCache {
+    fn clone(&self) -> Self {
+        CountCache::default()
+    }
+}
 
 /// A decoded mesh primitive, in its mesh's local space.
 #[derive(Debug, Clone, Default)]
@@ -108,5 +116,21 @@ impl Primitive {
     /// Whether the primitive has TEXCOORD_`set`.
     pub fn has_uv(&self, set: usize) -> bool {
         self.uvs.get(set).is_some_and(Option::is_some)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_clone_counts_its_own_referenced_vertices() {
+        let original =
+            Primitive { positions: vec![[0.0; 3]; 6], triangles: vec![[0, 1, 2], [3, 4, 5]], ..Primitive::default() };
+        assert_eq!(original.referenced_vertices(), 6);
+        let mut clone = original.clone();
+        clone.triangles.truncate(1);
+        assert_eq!(clone.referenced_vertices(), 3);
+        assert_eq!(original.referenced_vertices(), 6);
     }
 }
