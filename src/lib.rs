@@ -34,6 +34,10 @@ pub mod server;
 pub mod store;
 #[cfg(test)]
 pub(crate) mod testing;
+/// The unit tests count their allocations ([`testing::Counting`]).
+#[cfg(test)]
+#[global_allocator]
+static COUNTING: testing::Counting = testing::Counting;
 pub mod validator;
 #[cfg(feature = "vision")]
 pub mod vision;

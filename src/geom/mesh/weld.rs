@@ -150,15 +150,24 @@ fn weld_sorted(points: &[[f64; 3]], tol: f64) -> Result<Welded, SortedMiss> {
     let cell = CELL_TOLERANCES * tol;
     let cell_of =
         |p: &[f64; 3]| -> [i64; 3] { [floor_i64(p[0] / cell), floor_i64(p[1] / cell), floor_i64(p[2] / cell)] };
-    // Each point's packed cell key, written in place on the thread pool
-    // (KEY_SKIP for a non-finite point, KEY_WIDE for a cell past the packed
-    // range), with the range of the packed keys' coordinates over the
-    // finite points. Beside them, each point's faces near it
-    // (`near_bits`), found while the point is at hand: the walk reads a
-    // point again only when its cell holds another or a face is near it (a
-    // third of s13's points), from an array of a byte a point that stays
-    // in the cache, where the points, read in the sorted order, do not
-    // (s13's walk: 15.8 -> 6.1 ms, its key pass 3.1 -> 4.2).
+    // A point's packed cell key (KEY_SKIP for a non-finite point, KEY_WIDE
+    // for a cell past the packed range) with its cell: the one definition
+    // the key pass and the wide path's pairs both read.
+    let key_of = |p: &[f64; 3]| -> (u64, [i64; 3]) {
+        if !p.iter().all(|v| v.is_finite()) {
+            return (KEY_SKIP, [0; 3]);
+        }
+        let k = cell_of(p);
+        (CellMap::pack(k).unwrap_or(KEY_WIDE), k)
+    };
+    // Each point's key, written in place on the thread pool, with the
+    // range of the packed keys' coordinates over the finite points. Beside
+    // them, each point's faces near it (`near_bits`), found while the point
+    // is at hand: the walk reads a point again only when its cell holds
+    // another or a face is near it (a third of s13's points), from an array
+    // of a byte a point that stays in the cache, where the points, read in
+    // the sorted order, do not (s13's walk: 15.8 -> 6.1 ms, its key pass
+    // 3.1 -> 4.2).
     let mut near = vec![0u8; n];
     let mut keys = vec![0u64; n];
     const CHUNK: usize = 1 << 14;
@@ -169,23 +178,16 @@ fn weld_sorted(points: &[[f64; 3]], tol: f64) -> Result<Welded, SortedMiss> {
         .map(|((keys, near), points)| {
             let mut span = Span::EMPTY;
             for ((key, near), p) in keys.iter_mut().zip(near).zip(points) {
-                *key = if !p.iter().all(|v| v.is_finite()) {
-                    span.skipped += 1;
-                    KEY_SKIP
-                } else {
-                    let k = cell_of(p);
-                    *near = near_bits(p, k, cell, tol);
-                    match CellMap::pack(k) {
-                        Some(packed) => {
-                            span.add(packed);
-                            packed
-                        }
-                        None => {
-                            span.wide = true;
-                            KEY_WIDE
-                        }
+                let (packed, k) = key_of(p);
+                *key = packed;
+                match packed {
+                    KEY_SKIP => span.skipped += 1,
+                    KEY_WIDE => span.wide = true,
+                    _ => {
+                        span.add(packed);
+                        *near = near_bits(p, k, cell, tol);
                     }
-                };
+                }
             }
             span
         })
@@ -209,22 +211,14 @@ fn weld_sorted(points: &[[f64; 3]], tol: f64) -> Result<Welded, SortedMiss> {
             walk_sorted(points, tol, &near, &code, finite, |a| sorted[a] >> id_bits, |a| (sorted[a] & id_mask) as u32)
         }
         None => {
-            // The (key, number) pairs, from the points again rather than
-            // from `keys`, so that the two arrays are not held at once (16
-            // bytes a point at the peak, not 24).
+            // The (key, number) pairs, from the points again once `keys`
+            // is dropped, so that the two arrays are never held at once: a
+            // million points, one a cell, held 33.1 bytes a point at the
+            // weld's peak, where keeping the keys through the walk held 41.1
+            // (`the_weld_holds_a_bounded_number_of_bytes_a_point`).
             drop(keys);
-            let mut sorted: Vec<(u64, u32)> = points
-                .par_iter()
-                .enumerate()
-                .map(|(i, p)| {
-                    let key = if p.iter().all(|v| v.is_finite()) {
-                        CellMap::pack(cell_of(p)).expect("no cell is wide here")
-                    } else {
-                        KEY_SKIP
-                    };
-                    (key, i as u32)
-                })
-                .collect();
+            let mut sorted: Vec<(u64, u32)> =
+                points.par_iter().enumerate().map(|(i, p)| (key_of(p).0, i as u32)).collect();
             sorted.par_sort_unstable();
             // KEY_SKIP sorts last: cut off.
             sorted.truncate(finite);
@@ -923,6 +917,48 @@ mod tests {
         let w = weld_report(&pts, 0.0101);
         assert!(w.exact);
         assert_eq!(w.count, 1, "every neighbour within tolerance: one vertex");
+    }
+
+    /// The most bytes a point [`weld_report`] holds at once beside the
+    /// points, in clusters of `per` points within a tolerance of each
+    /// other, the clusters' centres `spread` cells apart at most on each
+    /// axis.
+    fn weld_peak_per_point(clusters: usize, per: usize, spread: f64) -> f64 {
+        let mut rng = crate::geom::testrng::XorShift::new(0x51a7_0ad5_eed5_u64);
+        let mut rnd = move || rng.unit();
+        let tol = 1e-5;
+        let cell = CELL_TOLERANCES * tol;
+        let mut pts = Vec::with_capacity(clusters * per);
+        for _ in 0..clusters {
+            let c = [0, 1, 2].map(|_| (rnd() - 0.5) * spread * cell);
+            for _ in 0..per {
+                pts.push(c.map(|v| v + (rnd() - 0.5) * 0.5 * tol));
+            }
+        }
+        let before = crate::testing::mark_live();
+        let w = weld_report(&pts, tol);
+        let held = crate::testing::peak_live() - before;
+        assert!(w.exact && w.count <= clusters, "every cluster welds");
+        held as f64 / pts.len() as f64
+    }
+
+    #[test]
+    fn the_weld_holds_a_bounded_number_of_bytes_a_point() {
+        if !crate::testing::alone("geom::mesh::weld::tests::the_weld_holds_a_bounded_number_of_bytes_a_point") {
+            return;
+        }
+        // The compact path: keys, near-face bits, the radix sort's second
+        // buffer, then the union-find and the cells (a key and a start
+        // each) beside the keys. The wide path: the (key, number) pairs in
+        // place of the keys, made after the keys are dropped (with the keys
+        // kept through the walk it held 41.1 and 30.7 bytes a point).
+        let reach = 2.0 * (CellMap::LIMIT - 2) as f64;
+        for (path, spread, one_a_cell, eight_a_cell) in [("compact", 1e4, 26.0, 18.0), ("wide", reach, 34.0, 24.0)] {
+            for (per, budget) in [(1, one_a_cell), (8, eight_a_cell)] {
+                let held = weld_peak_per_point(1_000_000 / per, per, spread);
+                assert!(held <= budget, "{path} path, {per} a cell: {held:.2} bytes a point, over {budget}");
+            }
+        }
     }
 
     #[test]
