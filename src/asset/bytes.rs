@@ -179,26 +179,62 @@ impl Mapping {
     /// Maps `size` bytes of `file` (`size` > 0), its pages entered at once;
     /// `None` when the kernel refuses (the file system cannot map, say),
     /// and the caller reads instead.
+    ///
+    /// From [`POPULATE_IN_HALVES_FROM`] bytes, on a pool of several threads,
+    /// the pages are entered in two halves side by side
+    /// (`MADV_POPULATE_READ`) rather than by the mapping call on one
+    /// thread: s13's 36.5 MB took 6-7 ms on one core before the hash and
+    /// the parse could start (BENCHMARKS.md, "Fortieth step"). A kernel
+    /// older than 5.14 refuses the advice, and the pages are then faulted
+    /// in as they are read, which gives the same bytes.
     fn of(file: &std::fs::File, size: u64) -> Option<Mapping> {
         use std::os::fd::AsRawFd;
         let len = usize::try_from(size).ok().filter(|&l| l > 0)?;
+        let halves = len >= POPULATE_IN_HALVES_FROM && rayon::current_num_threads() > 1;
+        let populate = if halves { 0 } else { libc::MAP_POPULATE };
         // SAFETY: a fresh private read-only mapping of an open file; the
         // kernel chooses the address, so nothing the program holds is
         // touched. A failure is MAP_FAILED, checked below.
         let ptr = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                len,
-                libc::PROT_READ,
-                libc::MAP_PRIVATE | libc::MAP_POPULATE,
-                file.as_raw_fd(),
-                0,
-            )
+            libc::mmap(std::ptr::null_mut(), len, libc::PROT_READ, libc::MAP_PRIVATE | populate, file.as_raw_fd(), 0)
         };
         if ptr == libc::MAP_FAILED {
             return None;
         }
-        Some(Mapping { ptr: std::ptr::NonNull::new(ptr.cast::<u8>())?, len })
+        let mapping = Mapping { ptr: std::ptr::NonNull::new(ptr.cast::<u8>())?, len };
+        if halves {
+            // The first half's end on a page boundary (the mapping starts on one).
+            let mid = (len / 2) & !(PAGE - 1);
+            let at = mapping.ptr.as_ptr() as usize;
+            rayon::join(|| populate_read(at, mid), || populate_read(at + mid, len - mid));
+        }
+        Some(mapping)
+    }
+}
+
+/// Mappings at least this large are populated in two halves side by side
+/// ([`Mapping::of`]).
+#[cfg(target_os = "linux")]
+pub const POPULATE_IN_HALVES_FROM: usize = 8 << 20;
+
+/// The page size the halves are cut on (a multiple of it also suits a
+/// kernel with larger pages: the cut is then inside a page, which the
+/// advice rounds out).
+#[cfg(target_os = "linux")]
+const PAGE: usize = 4096;
+
+/// Enters the pages of `len` bytes of a live read-only mapping from `addr`
+/// (a page boundary) without reading them.
+#[cfg(target_os = "linux")]
+fn populate_read(addr: usize, len: usize) {
+    if len == 0 {
+        return;
+    }
+    // SAFETY: the range lies within a live mapping of this process, made
+    // in `Mapping::of`; MADV_POPULATE_READ only enters its pages (as a read
+    // would), changing no byte. An error (an old kernel) changes nothing.
+    unsafe {
+        libc::madvise(addr as *mut libc::c_void, len, libc::MADV_POPULATE_READ);
     }
 }
 
@@ -274,6 +310,25 @@ mod tests {
         let mut block = smaps.split('\n').skip_while(|l| !l.starts_with(&start)).skip(1);
         let rss = block.find(|l| l.starts_with("Rss:"));
         rss.and_then(|l| l.split_whitespace().nth(1)?.parse().ok()).expect("the mapping's Rss")
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_file_mapped_in_halves_is_resident_before_it_is_read() {
+        // Large enough to be populated in two halves, and an odd length, so
+        // that the second half ends inside a page.
+        let len = POPULATE_IN_HALVES_FROM + 3 * 4096 + 17;
+        let body: Vec<u8> = (0..len).map(|i| (i * 13 % 241) as u8).collect();
+        let (_dir, path) = file_of(&body);
+        let bytes = rayon::ThreadPoolBuilder::new()
+            .num_threads(2)
+            .build()
+            .expect("a pool of two")
+            .install(|| Bytes::read_file(&mut std::fs::File::open(&path).expect("open")).expect("read"));
+        assert!(bytes.is_mapped());
+        let resident = resident_kb_at(bytes.as_ptr() as usize) * 1024;
+        assert!(resident >= len as u64, "both halves entered before any read: {resident} of {len} bytes");
+        assert_eq!(&bytes[..], &body[..]);
     }
 
     #[cfg(target_os = "linux")]
