@@ -94,6 +94,11 @@ pub(crate) fn mark_live() -> usize {
     now
 }
 
+/// The bytes live now.
+pub(crate) fn live() -> usize {
+    LIVE.load(Ordering::Relaxed)
+}
+
 /// The most bytes live at once since [`mark_live`].
 pub(crate) fn peak_live() -> usize {
     PEAK.load(Ordering::Relaxed)

@@ -125,6 +125,12 @@ pub struct WorldMesh {
 }
 
 impl WorldMesh {
+    /// Frees the mesh, its topology in two halves side by side
+    /// ([`Topology::free_in_halves`]).
+    pub fn free_in_halves(self) {
+        self.topology.free_in_halves();
+    }
+
     /// Triangles drawn (every instance's, collapsed and degenerate ones included).
     pub fn triangle_count(&self) -> usize {
         self.topology.triangles.len()
