@@ -88,13 +88,14 @@ pub fn open_boundaries(cx: &Ctx<'_>) -> CheckOutput {
         Err(why) => return CheckOutput::Skipped(why),
     };
     let t = &w.topology;
-    let boundary: Vec<u32> = t.boundary_edges().map(|e| t.faces(e)[0].tri()).collect();
-    let non_manifold = t.edges.iter().filter(|e| e.count > 2).count() as u64;
+    let edges = t.open_edges();
+    let boundary: Vec<u32> = edges.boundary.iter().map(|&e| t.faces(e)[0].tri()).collect();
+    let non_manifold = edges.non_manifold;
     let mut open = BTreeSet::new();
     for &f in &boundary {
         open.insert(t.shell.get(f as usize));
     }
-    let loops = t.boundary_loops() as u64;
+    let loops = edges.loops() as u64;
     let max = cx.profile.get(&MAX_BOUNDARY_EDGES);
     let n = boundary.len() as u64;
     let message = if n == 0 {

@@ -52,6 +52,41 @@ pub struct Edge {
     pub count: u32,
 }
 
+/// The open edges of a welded mesh ([`Topology::open_edges`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct OpenEdges {
+    /// The boundary edges (used by exactly one triangle), in edge order.
+    pub boundary: Vec<Edge>,
+    /// How many edges more than two triangles use.
+    pub non_manifold: u64,
+}
+
+impl OpenEdges {
+    /// Number of boundary loops: connected components of the boundary
+    /// edges' graph.
+    pub fn loops(&self) -> usize {
+        loops_of(self.boundary.iter().copied())
+    }
+}
+
+/// Connected components of the graph of `boundary` edges.
+fn loops_of(boundary: impl Iterator<Item = Edge>) -> usize {
+    let mut ids: FxMap<u32, u32> = FxMap::default();
+    let mut pairs = Vec::new();
+    for e in boundary {
+        let n = ids.len() as u32;
+        let a = *ids.entry(e.a).or_insert(n);
+        let n = ids.len() as u32;
+        let b = *ids.entry(e.b).or_insert(n);
+        pairs.push((a, b));
+    }
+    let mut uf = UnionFind::new(ids.len());
+    pairs.iter().for_each(|&(a, b)| {
+        uf.union(a, b);
+    });
+    uf.labels().1
+}
+
 /// One face of an edge: a triangle and whether it walks the edge from `a`
 /// to `b`, packed in 4 bytes (triangle << 1 | forward; the edge map holds
 /// fewer than 2^31 triangles).
@@ -453,20 +488,33 @@ impl Topology {
 
     /// Number of boundary loops: connected components of the boundary-edge graph.
     pub fn boundary_loops(&self) -> usize {
-        let mut ids: FxMap<u32, u32> = FxMap::default();
-        let mut pairs = Vec::new();
-        for e in self.boundary_edges() {
-            let n = ids.len() as u32;
-            let a = *ids.entry(e.a).or_insert(n);
-            let n = ids.len() as u32;
-            let b = *ids.entry(e.b).or_insert(n);
-            pairs.push((a, b));
-        }
-        let mut uf = UnionFind::new(ids.len());
-        pairs.iter().for_each(|&(a, b)| {
-            uf.union(a, b);
-        });
-        uf.labels().1
+        loops_of(self.boundary_edges())
+    }
+
+    /// The boundary edges and the count of non-manifold ones, in one pass
+    /// over the edge map, in parts on the pool: what GEO-002 reads of it.
+    /// It took three passes on one thread (the boundary's faces, the
+    /// non-manifold count, the loops), 7 ms on s13's 1.95M edges, alone at
+    /// the end of the checks (BENCHMARKS.md, "Fortieth step").
+    pub fn open_edges(&self) -> OpenEdges {
+        let n = self.edges.len();
+        let found: Vec<(Vec<Edge>, u64)> = parts::ranges(n, parts_for(n), 1)
+            .into_par_iter()
+            .map(|range| {
+                let (mut boundary, mut non_manifold) = (Vec::new(), 0u64);
+                for e in self.edges.range(range) {
+                    if e.count == 1 {
+                        boundary.push(e);
+                    } else if e.count > 2 {
+                        non_manifold += 1;
+                    }
+                }
+                (boundary, non_manifold)
+            })
+            .collect();
+        let non_manifold = found.iter().map(|(_, k)| k).sum();
+        let boundary = found.into_iter().flat_map(|(b, _)| b).collect();
+        OpenEdges { boundary, non_manifold }
     }
 
     /// Triangles that disagree with their majority winding: per manifold
@@ -923,6 +971,45 @@ fn orient(triangles: &[[u32; 3]], edges: &Edges, edge_faces: &[Face]) -> Vec<u32
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn open_edges_in_parts_are_the_three_passes_over_the_edges() {
+        // Grids of quads with holes cut (boundaries and loops) and fins
+        // added on some edges (non-manifold), small and large enough to be
+        // found in parts.
+        let mut rng = crate::geom::testrng::XorShift::new(0x0e0e_d9e5);
+        for n in [3u32, 40, 200] {
+            let points: Vec<[f64; 3]> = (0..=n)
+                .flat_map(|y| (0..=n).map(move |x| [x as f64, y as f64, 0.0]))
+                .chain((0..n).map(|x| [x as f64 + 0.5, 0.0, 1.0]))
+                .collect();
+            let mut triangles = Vec::new();
+            for y in 0..n {
+                for x in 0..n {
+                    if rng.below(20) == 0 {
+                        continue;
+                    }
+                    let (a, c) = (y * (n + 1) + x, (y + 1) * (n + 1) + x);
+                    triangles.extend([[a, a + 1, c + 1], [a, c + 1, c]]);
+                }
+            }
+            // Two fins (one face, both windings) on edges of the first row:
+            // three faces or more there.
+            let top = (n + 1) * (n + 1);
+            for x in (0..n).filter(|&x| x == 0 || rng.below(3) == 0) {
+                triangles.extend([[x, x + 1, top + x], [x + 1, x, top + x]]);
+            }
+            let t = Topology::build(&points, &triangles, 1e-5);
+            let open = t.open_edges();
+            assert_eq!(open.boundary, t.boundary_edges().collect::<Vec<_>>(), "{n}");
+            assert_eq!(open.non_manifold, t.edges.iter().filter(|e| e.count > 2).count() as u64, "{n}");
+            assert_eq!(open.loops(), t.boundary_loops(), "{n}");
+            assert!(!open.boundary.is_empty() && open.non_manifold > 0, "{n}: both kinds present");
+            if n == 200 {
+                assert!(t.edges.len() >= parts::PARALLEL_FROM, "found in parts");
+            }
+        }
+    }
 
     #[test]
     fn a_mesh_freed_in_halves_holds_nothing_after() {
