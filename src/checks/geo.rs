@@ -89,15 +89,16 @@ pub fn open_boundaries(cx: &Ctx<'_>) -> CheckOutput {
     };
     let t = &w.topology;
     let edges = t.open_edges();
-    let boundary: Vec<u32> = edges.boundary.iter().map(|&e| t.faces(e)[0].tri()).collect();
+    // Each boundary edge's one face, read where it is needed rather than held.
+    let boundary = || edges.boundary.iter().map(|&i| t.faces_of(i as usize)[0].tri());
     let non_manifold = edges.non_manifold;
     let mut open = BTreeSet::new();
-    for &f in &boundary {
+    for f in boundary() {
         open.insert(t.shell.get(f as usize));
     }
-    let loops = edges.loops() as u64;
+    let loops = t.loops_of_open(&edges) as u64;
     let max = cx.profile.get(&MAX_BOUNDARY_EDGES);
-    let n = boundary.len() as u64;
+    let n = edges.boundary.len() as u64;
     let message = if n == 0 {
         format!("closed: no boundary edges in {}", count(t.shell_count as u64, "shell", "shells"))
     } else {
@@ -110,7 +111,7 @@ pub fn open_boundaries(cx: &Ctx<'_>) -> CheckOutput {
             non_manifold
         )
     };
-    let locations = primitive_pointers(cx, w, boundary.iter().copied());
+    let locations = primitive_pointers(cx, w, boundary());
     measured(
         Obj::new()
             .int("boundary_edges", n)

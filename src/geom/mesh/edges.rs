@@ -55,18 +55,12 @@ pub struct Edge {
 /// The open edges of a welded mesh ([`Topology::open_edges`]).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct OpenEdges {
-    /// The boundary edges (used by exactly one triangle), in edge order.
-    pub boundary: Vec<Edge>,
+    /// The boundary edges (used by exactly one triangle), as indices into
+    /// the edge map, ascending: 4 bytes each, where an open mesh (a
+    /// triangle soup, cards of foliage) has three a triangle.
+    pub boundary: Vec<u32>,
     /// How many edges more than two triangles use.
     pub non_manifold: u64,
-}
-
-impl OpenEdges {
-    /// Number of boundary loops: connected components of the boundary
-    /// edges' graph.
-    pub fn loops(&self) -> usize {
-        loops_of(self.boundary.iter().copied())
-    }
 }
 
 /// Connected components of the graph of `boundary` edges.
@@ -170,6 +164,19 @@ impl Edges {
     pub fn range(&self, range: std::ops::Range<usize>) -> EdgeIter<'_> {
         let a = if range.start < range.end { self.smaller(range.start) } else { 0 };
         EdgeIter { edges: self, next: range.start, end: range.end, a }
+    }
+    /// The edges `indices` (ascending), in order: their smaller vertex
+    /// walked along with them, as [`EdgeIter`] walks it, rather than found
+    /// by halves for each.
+    pub fn ascending<'a>(&'a self, indices: &'a [u32]) -> impl Iterator<Item = Edge> + 'a {
+        let mut a = indices.first().map_or(0, |&i| self.smaller(i as usize));
+        indices.iter().map(move |&i| {
+            let i = i as usize;
+            while self.first[a as usize + 1] as usize <= i {
+                a += 1;
+            }
+            self.edge(a, i)
+        })
     }
     /// The index of the first edge of every smaller vertex `0..nv`, and
     /// the edge count last (`nv + 1` entries): vertex `a`'s edges are
@@ -498,15 +505,15 @@ impl Topology {
     /// the end of the checks (BENCHMARKS.md, "Fortieth step").
     pub fn open_edges(&self) -> OpenEdges {
         let n = self.edges.len();
-        let found: Vec<(Vec<Edge>, u64)> = parts::ranges(n, parts_for(n), 1)
+        let found: Vec<(Vec<u32>, u64)> = parts::ranges(n, parts_for(n), 1)
             .into_par_iter()
             .map(|range| {
                 let (mut boundary, mut non_manifold) = (Vec::new(), 0u64);
-                for e in self.edges.range(range) {
-                    if e.count == 1 {
-                        boundary.push(e);
-                    } else if e.count > 2 {
-                        non_manifold += 1;
+                for i in range {
+                    match self.edges.span(i).len() {
+                        1 => boundary.push(i as u32),
+                        c if c > 2 => non_manifold += 1,
+                        _ => {}
                     }
                 }
                 (boundary, non_manifold)
@@ -515,6 +522,11 @@ impl Topology {
         let non_manifold = found.iter().map(|(_, k)| k).sum();
         let boundary = found.into_iter().flat_map(|(b, _)| b).collect();
         OpenEdges { boundary, non_manifold }
+    }
+
+    /// [`Topology::boundary_loops`] of the boundary edges `open` lists.
+    pub fn loops_of_open(&self, open: &OpenEdges) -> usize {
+        loops_of(self.edges.ascending(&open.boundary))
     }
 
     /// Triangles that disagree with their majority winding: per manifold
@@ -1014,9 +1026,10 @@ mod tests {
             }
             let t = Topology::build(&points, &triangles, 1e-5);
             let open = t.open_edges();
-            assert_eq!(open.boundary, t.boundary_edges().collect::<Vec<_>>(), "{n}");
+            let boundary: Vec<Edge> = t.edges.ascending(&open.boundary).collect();
+            assert_eq!(boundary, t.boundary_edges().collect::<Vec<_>>(), "{n}");
             assert_eq!(open.non_manifold, t.edges.iter().filter(|e| e.count > 2).count() as u64, "{n}");
-            assert_eq!(open.loops(), t.boundary_loops(), "{n}");
+            assert_eq!(t.loops_of_open(&open), t.boundary_loops(), "{n}");
             assert!(!open.boundary.is_empty() && open.non_manifold > 0, "{n}: both kinds present");
             if n == 200 {
                 assert!(t.edges.len() >= parts::PARALLEL_FROM, "found in parts");
