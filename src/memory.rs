@@ -203,7 +203,7 @@ fn cached() -> (usize, usize) {
 pub struct Allocator;
 
 /// The page size the mappings are rounded to.
-const PAGE: usize = 4096;
+pub const PAGE: usize = 4096;
 
 /// Whether a block of this layout is large.
 fn large(layout: Layout) -> bool {

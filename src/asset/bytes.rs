@@ -205,7 +205,7 @@ impl Mapping {
         let mapping = Mapping { ptr: std::ptr::NonNull::new(ptr.cast::<u8>())?, len };
         if halves {
             // The first half's end on a page boundary (the mapping starts on one).
-            let mid = (len / 2) & !(PAGE - 1);
+            let mid = (len / 2) & !(crate::memory::PAGE - 1);
             let at = mapping.ptr.as_ptr() as usize;
             rayon::join(|| populate_read(at, mid), || populate_read(at + mid, len - mid));
         }
@@ -214,15 +214,9 @@ impl Mapping {
 }
 
 /// Mappings at least this large are populated in two halves side by side
-/// ([`Mapping::of`]).
+/// (`Mapping::of`).
 #[cfg(target_os = "linux")]
 pub const POPULATE_IN_HALVES_FROM: usize = 8 << 20;
-
-/// The page size the halves are cut on (a multiple of it also suits a
-/// kernel with larger pages: the cut is then inside a page, which the
-/// advice rounds out).
-#[cfg(target_os = "linux")]
-const PAGE: usize = 4096;
 
 /// Enters the pages of `len` bytes of a live read-only mapping from `addr`
 /// (a page boundary) without reading them.

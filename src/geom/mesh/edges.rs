@@ -171,12 +171,19 @@ impl Edges {
     pub fn ascending<'a>(&'a self, indices: &'a [u32]) -> impl Iterator<Item = Edge> + 'a {
         let mut a = indices.first().map_or(0, |&i| self.smaller(i as usize));
         indices.iter().map(move |&i| {
-            let i = i as usize;
-            while self.first[a as usize + 1] as usize <= i {
-                a += 1;
-            }
-            self.edge(a, i)
+            a = self.smaller_from(a, i as usize);
+            self.edge(a, i as usize)
         })
+    }
+    /// The smaller vertex of edge `i`, walked forward from `a`, that of an
+    /// earlier edge (or a vertex below it): what [`EdgeIter`] and
+    /// [`Edges::ascending`] read edges in order with.
+    #[inline(always)]
+    fn smaller_from(&self, mut a: u32, i: usize) -> u32 {
+        while self.first[a as usize + 1] as usize <= i {
+            a += 1;
+        }
+        a
     }
     /// The index of the first edge of every smaller vertex `0..nv`, and
     /// the edge count last (`nv + 1` entries): vertex `a`'s edges are
@@ -237,10 +244,7 @@ impl Iterator for EdgeIter<'_> {
         if self.next >= self.end {
             return None;
         }
-        let first = &self.edges.first;
-        while first[self.a as usize + 1] as usize <= self.next {
-            self.a += 1;
-        }
+        self.a = self.edges.smaller_from(self.a, self.next);
         let e = self.edges.edge(self.a, self.next);
         self.next += 1;
         Some(e)
@@ -997,6 +1001,21 @@ fn orient(triangles: &[[u32; 3]], edges: &Edges, edge_faces: &[Face]) -> Vec<u32
 mod tests {
     use super::*;
 
+    /// A flat grid of `n` x `n` unit quads with its `(n + 1)^2` points; the
+    /// triangles are what `quad(x, y)` gives for each quad, rows in order
+    /// (see [`quad`] for a quad's own two).
+    fn grid(n: u32, mut quad: impl FnMut(u32, u32) -> Vec<[u32; 3]>) -> (Vec<[f64; 3]>, Vec<[u32; 3]>) {
+        let points = (0..=n).flat_map(|y| (0..=n).map(move |x| [x as f64, y as f64, 0.0])).collect();
+        let triangles = (0..n).flat_map(|y| (0..n).map(move |x| (x, y))).flat_map(|(x, y)| quad(x, y)).collect();
+        (points, triangles)
+    }
+
+    /// The two triangles of the grid's quad at (x, y), `n` quads a row.
+    fn quad(n: u32, x: u32, y: u32) -> [[u32; 3]; 2] {
+        let (a, c) = (y * (n + 1) + x, (y + 1) * (n + 1) + x);
+        [[a, a + 1, c + 1], [a, c + 1, c]]
+    }
+
     #[test]
     fn open_edges_in_parts_are_the_three_passes_over_the_edges() {
         // Grids of quads with holes cut (boundaries and loops) and fins
@@ -1004,20 +1023,9 @@ mod tests {
         // found in parts.
         let mut rng = crate::geom::testrng::XorShift::new(0x0e0e_d9e5);
         for n in [3u32, 40, 200] {
-            let points: Vec<[f64; 3]> = (0..=n)
-                .flat_map(|y| (0..=n).map(move |x| [x as f64, y as f64, 0.0]))
-                .chain((0..n).map(|x| [x as f64 + 0.5, 0.0, 1.0]))
-                .collect();
-            let mut triangles = Vec::new();
-            for y in 0..n {
-                for x in 0..n {
-                    if rng.below(20) == 0 {
-                        continue;
-                    }
-                    let (a, c) = (y * (n + 1) + x, (y + 1) * (n + 1) + x);
-                    triangles.extend([[a, a + 1, c + 1], [a, c + 1, c]]);
-                }
-            }
+            let (mut points, mut triangles) =
+                grid(n, |x, y| if rng.below(20) == 0 { Vec::new() } else { quad(n, x, y).to_vec() });
+            points.extend((0..n).map(|x| [x as f64 + 0.5, 0.0, 1.0]));
             // Two fins (one face, both windings) on edges of the first row:
             // three faces or more there.
             let top = (n + 1) * (n + 1);
@@ -1045,15 +1053,7 @@ mod tests {
         // A grid of 200 x 200 quads: 80,000 triangles, enough to be freed
         // in halves.
         let n = 200u32;
-        let points: Vec<[f64; 3]> = (0..=n).flat_map(|y| (0..=n).map(move |x| [x as f64, y as f64, 0.0])).collect();
-        let triangles: Vec<[u32; 3]> = (0..n)
-            .flat_map(|y| {
-                (0..n).flat_map(move |x| {
-                    let (a, c) = (y * (n + 1) + x, (y + 1) * (n + 1) + x);
-                    [[a, a + 1, c + 1], [a, c + 1, c]]
-                })
-            })
-            .collect();
+        let (points, triangles) = grid(n, |x, y| quad(n, x, y).to_vec());
         // Once first, so that the pool's threads hold what they keep.
         Topology::build(&points, &triangles, 1e-5).free_in_halves();
         let before = crate::testing::mark_live();
@@ -1557,19 +1557,16 @@ mod tests {
         // A grid large enough to be read in parts, with triangles repeated
         // in either winding all over it, so that groups fall in every part.
         let n = 200u32;
-        let points: Vec<[f64; 3]> = (0..=n).flat_map(|y| (0..=n).map(move |x| [x as f64, y as f64, 0.0])).collect();
-        let mut triangles = Vec::new();
-        for y in 0..n {
-            for x in 0..n {
-                let (a, c) = (y * (n + 1) + x, (y + 1) * (n + 1) + x);
-                triangles.extend([[a, a + 1, c + 1], [a, c + 1, c]]);
-                match rng.below(40) {
-                    0 => triangles.push([a, a + 1, c + 1]),
-                    1 => triangles.extend([[c + 1, a + 1, a], [a + 1, c + 1, a]]),
-                    _ => {}
-                }
+        let (points, triangles) = grid(n, |x, y| {
+            let mut tris = quad(n, x, y).to_vec();
+            let [[a, b, c], _] = quad(n, x, y);
+            match rng.below(40) {
+                0 => tris.push([a, b, c]),
+                1 => tris.extend([[c, b, a], [b, c, a]]),
+                _ => {}
             }
-        }
+            tris
+        });
         let t = Topology::build(&points, &triangles, 0.0);
         assert!(t.edges.len() >= parts::PARALLEL_FROM, "read in parts");
         let want = oracle(&t);
