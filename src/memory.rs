@@ -147,26 +147,13 @@ pub fn prefault<T: Copy>(buf: &mut [T]) {
         if bytes >= PREFAULT_BYTES {
             let start = (buf.as_ptr() as usize).next_multiple_of(PAGE);
             let end = (buf.as_ptr() as usize + bytes) & !(PAGE - 1);
-            let populate = |from: usize, to: usize| {
-                // SAFETY: the range lies inside `buf`, which the caller
-                // holds mutably; populating pages changes no contents.
-                unsafe {
-                    libc::madvise(from as *mut libc::c_void, to - from, libc::MADV_POPULATE_WRITE);
-                }
-            };
             // At most four parts, as the geometry's passes in parts
             // (`geom::parts::MAX_PARTS`, a layer above this one).
             let threads = rayon::current_thread_index().map_or(1, |_| rayon::current_num_threads());
             let parts = if bytes >= PREFAULT_PARTS_BYTES { threads.clamp(1, 4) } else { 1 };
-            // A block of PREFAULT_BYTES or more holds whole pages.
-            let pages = (end - start) / PAGE;
-            let at = |i: usize| start + pages * i / parts * PAGE;
-            if parts == 1 {
-                populate(start, end);
-            } else {
-                use rayon::prelude::*;
-                (0..parts).into_par_iter().for_each(|i| populate(at(i), at(i + 1)));
-            }
+            // SAFETY: the range lies inside `buf`, which the caller holds
+            // mutably; entering its pages changes no contents.
+            unsafe { populate(start, end - start, Entry::Write, parts) };
         }
     }
     #[cfg(not(target_os = "linux"))]
@@ -380,9 +367,55 @@ mod halves {
 #[cfg(target_os = "linux")]
 fn populate_range(addr: usize, len: usize) {
     // SAFETY: the range lies in a mapping of this module's own, handed to
-    // no one yet; populating pages changes no contents.
-    unsafe {
-        libc::madvise(addr as *mut libc::c_void, len, libc::MADV_POPULATE_WRITE);
+    // no one yet; entering its pages changes no contents.
+    unsafe { populate(addr, len, Entry::Write, 1) }
+}
+
+/// How [`populate`] enters a page: as a read would (a file's read-only
+/// mapping: its page, with the file's bytes), or as a write would (a block
+/// about to be written: a page of its own, not the shared zero page).
+#[derive(Clone, Copy, Debug)]
+pub enum Entry {
+    /// `MADV_POPULATE_READ`.
+    Read,
+    /// `MADV_POPULATE_WRITE`.
+    Write,
+}
+
+/// Enters the pages of the `len` bytes at `addr` (a page boundary) in one
+/// call each for `parts` parts (1 or more), cut on page boundaries and
+/// entered side by side on the pool: the kernel then allocates or reads
+/// them in a batch instead of taking a fault for each 4 KiB. A kernel
+/// older than 5.14 refuses the advice, and the pages are then faulted in
+/// as they are used, with the same contents.
+///
+/// # Safety
+///
+/// The range lies in a live mapping of this process that the caller holds
+/// (a read-only one for [`Entry::Read`] only).
+#[cfg(target_os = "linux")]
+pub unsafe fn populate(addr: usize, len: usize, entry: Entry, parts: usize) {
+    let advice = match entry {
+        Entry::Read => libc::MADV_POPULATE_READ,
+        Entry::Write => libc::MADV_POPULATE_WRITE,
+    };
+    let one = |from: usize, to: usize| {
+        if to > from {
+            // SAFETY: `from..to` lies in `addr..addr + len`, which the
+            // caller vouches for; the advice changes no contents, and an
+            // error (an old kernel) changes nothing.
+            unsafe {
+                libc::madvise(from as *mut libc::c_void, to - from, advice);
+            }
+        }
+    };
+    let parts = parts.max(1);
+    let at = |i: usize| if i == parts { addr + len } else { addr + (len / PAGE) * i / parts * PAGE };
+    if parts == 1 {
+        one(addr, addr + len);
+    } else {
+        use rayon::prelude::*;
+        (0..parts).into_par_iter().for_each(|i| one(at(i), at(i + 1)));
     }
 }
 

@@ -204,10 +204,8 @@ impl Mapping {
         }
         let mapping = Mapping { ptr: std::ptr::NonNull::new(ptr.cast::<u8>())?, len };
         if halves {
-            // The first half's end on a page boundary (the mapping starts on one).
-            let mid = (len / 2) & !(crate::memory::PAGE - 1);
-            let at = mapping.ptr.as_ptr() as usize;
-            rayon::join(|| populate_read(at, mid), || populate_read(at + mid, len - mid));
+            // SAFETY: the whole of this live read-only mapping, held here.
+            unsafe { crate::memory::populate(mapping.ptr.as_ptr() as usize, len, crate::memory::Entry::Read, 2) };
         }
         Some(mapping)
     }
@@ -217,21 +215,6 @@ impl Mapping {
 /// (`Mapping::of`).
 #[cfg(target_os = "linux")]
 pub const POPULATE_IN_HALVES_FROM: usize = 8 << 20;
-
-/// Enters the pages of `len` bytes of a live read-only mapping from `addr`
-/// (a page boundary) without reading them.
-#[cfg(target_os = "linux")]
-fn populate_read(addr: usize, len: usize) {
-    if len == 0 {
-        return;
-    }
-    // SAFETY: the range lies within a live mapping of this process, made
-    // in `Mapping::of`; MADV_POPULATE_READ only enters its pages (as a read
-    // would), changing no byte. An error (an old kernel) changes nothing.
-    unsafe {
-        libc::madvise(addr as *mut libc::c_void, len, libc::MADV_POPULATE_READ);
-    }
-}
 
 #[cfg(target_os = "linux")]
 impl Mapping {

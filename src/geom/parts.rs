@@ -1,7 +1,8 @@
 //! How many parts a pass over many items is split into on the thread pool
 //! ([`parts_for`]): the weld's walk over its cells joins from each part
 //! into one shared union-find. And the pieces of a counting sort in parts
-//! (the edge map's and UV-005's buckets): the parts' ranges ([`ranges`]),
+//! (the edge map's and UV-005's buckets): the parts' ranges ([`ranges`])
+//! and a pass over them ([`map`]),
 //! their counts turned into where each part writes
 //! ([`positions_from_counts`]), and arrays every part writes places of
 //! its own in ([`shared_u32s`], [`shared_u64s`]).
@@ -29,6 +30,13 @@ pub fn ranges(n: usize, parts: usize, align: usize) -> Vec<Range<usize>> {
     let parts = parts.max(1);
     let start = |i: usize| if i == parts { n } else { (n * i / parts) / align * align };
     (0..parts).map(|i| start(i)..start(i + 1)).collect()
+}
+
+/// `f` over `0..n` cut into [`parts_for`]`(n)` [`ranges`], the parts side
+/// by side on the pool; the results in the ranges' order.
+pub fn map<T: Send>(n: usize, f: impl Fn(Range<usize>) -> T + Sync + Send) -> Vec<T> {
+    use rayon::prelude::*;
+    ranges(n, parts_for(n), 1).into_par_iter().map(f).collect()
 }
 
 /// Turns every part's counts per bucket (all the same length) into the

@@ -508,21 +508,17 @@ impl Topology {
     /// non-manifold count, the loops), 7 ms on s13's 1.95M edges, alone at
     /// the end of the checks (BENCHMARKS.md, "Fortieth step").
     pub fn open_edges(&self) -> OpenEdges {
-        let n = self.edges.len();
-        let found: Vec<(Vec<u32>, u64)> = parts::ranges(n, parts_for(n), 1)
-            .into_par_iter()
-            .map(|range| {
-                let (mut boundary, mut non_manifold) = (Vec::new(), 0u64);
-                for i in range {
-                    match self.edges.span(i).len() {
-                        1 => boundary.push(i as u32),
-                        c if c > 2 => non_manifold += 1,
-                        _ => {}
-                    }
+        let found = parts::map(self.edges.len(), |range| {
+            let (mut boundary, mut non_manifold) = (Vec::new(), 0u64);
+            for i in range {
+                match self.edges.span(i).len() {
+                    1 => boundary.push(i as u32),
+                    c if c > 2 => non_manifold += 1,
+                    _ => {}
                 }
-                (boundary, non_manifold)
-            })
-            .collect();
+            }
+            (boundary, non_manifold)
+        });
         let non_manifold = found.iter().map(|(_, k)| k).sum();
         let boundary = found.into_iter().flat_map(|(b, _)| b).collect();
         OpenEdges { boundary, non_manifold }
@@ -689,10 +685,7 @@ impl Topology {
     /// (GEO-009 took 8.9 ms of one thread on s13's 1.95M edges, at the end
     /// of the checks; BENCHMARKS.md, "Fortieth step").
     pub fn duplicate_faces(&self) -> Vec<(u32, bool)> {
-        let n = self.edges.len();
-        let parts: Vec<Vec<(u32, bool)>> =
-            parts::ranges(n, parts_for(n), 1).into_par_iter().map(|range| self.duplicate_faces_in(range)).collect();
-        let mut out = parts.concat();
+        let mut out = parts::map(self.edges.len(), |range| self.duplicate_faces_in(range)).concat();
         out.sort_unstable();
         out
     }
