@@ -125,8 +125,7 @@ fn overlap_in(
 /// triangles on the pool, a mesh at a time (those of `piece_min`
 /// triangles or more; a smaller one on this thread), eight ranges for
 /// each of `parts` threads so that a thread that comes free takes its
-/// share (rayon's `fold`: a raster for each run of ranges a thread takes,
-/// not for each range), then merged: a
+/// share (a raster for each range, of 256 KiB at most), then merged: a
 /// texel's level in the merge is its levels in the parts added up to 2 at
 /// most, which is the level one raster of every triangle gives it (its
 /// count of covering triangles, capped), so the counts are the same. The

@@ -443,21 +443,22 @@ pub(super) struct Pieces {
 /// [`for_each_inside`] in ranges of the layout's triangles (`pieces`; as
 /// `f`'s second argument numbers them) on the pool, a mesh at a time,
 /// into one state: each mesh of at least `pieces.min_triangles`
-/// triangles is cut into ranges (its share of `pieces.count`), visited into
-/// states made by `start`, one for each run of ranges a thread takes
-/// (rayon's `fold`), each then merged into the first (`merge`); a smaller
+/// triangles is cut into ranges (its share of `pieces.count`), each a job
+/// of its own visited into a state made by `start`, the states merged
+/// (`merge`) as the jobs end and then into the first; a smaller
 /// mesh is visited into the first state on this thread. Returns the state
 /// and the triangle counts, or `None` when the visits together pass
 /// `budget`, which is when [`for_each_inside`]'s running sum would (the
 /// visits only add up, and are whole numbers, exact in an `f64`). A range
-/// whose visits pass what is left of the budget stops there.
+/// whose visits with those of the ranges done before it pass the budget
+/// stops there.
 pub(super) fn for_each_inside_in_parts<S: Send>(
     meshes: &[UvMesh<'_>],
     plan: RasterPlan,
     budget: f64,
     pieces: Pieces,
     start: impl Fn() -> S + Sync,
-    merge: impl Fn(&mut S, S),
+    merge: impl Fn(&mut S, S) + Sync,
     f: impl Fn(&mut S, usize, usize, [[i64; 2]; 3]) + Sync,
 ) -> Option<(S, TriangleCounts)> {
     use rayon::prelude::*;
@@ -478,21 +479,36 @@ pub(super) fn for_each_inside_in_parts<S: Send>(
             snaps.par_extend(m.uvs.par_iter().map(|&q| snap(q, plan.width, plan.height)));
             let its = (pieces.count * tris.len()).div_ceil(total.max(1)).max(1);
             let left = budget - work;
-            let done: Vec<Option<(S, TriangleCounts, f64)>> = crate::geom::parts::ranges(tris.len(), its, 1)
+            // Each range a job of its own (`with_max_len(1)`), so that a
+            // thread that comes free takes the ranges not yet started: left
+            // to rayon's splitting, two threads' ranges ran as four runs of
+            // four, and a thread that finished the light checks found none
+            // to take while the other ran its last run alone (s13: 7 ms of
+            // UV-002 on one core; BENCHMARKS.md, "Forty-first step"). The
+            // visits the ranges have made so far are shared, so that a
+            // range stops once they pass the budget, as one pass would.
+            let spent = std::sync::atomic::AtomicU64::new(0);
+            let visit_range = |range: std::ops::Range<usize>| {
+                let before = spent.load(std::sync::atomic::Ordering::Relaxed) as f64;
+                let mut part = start();
+                let visit = |m, t, corners| f(&mut part, m, t, corners);
+                let at = first + range.start;
+                let (c, w) = visit_mesh(plan, left - before, mi, at, &tris[range], &snaps, visit)?;
+                // Visits are whole numbers, exact in an `f64` and a `u64`.
+                spent.fetch_add(w as u64, std::sync::atomic::Ordering::Relaxed);
+                Some((part, c, w))
+            };
+            let done = crate::geom::parts::ranges(tris.len(), its, 1)
                 .into_par_iter()
-                .fold(
-                    || Some((start(), TriangleCounts::default(), 0.0)),
-                    |acc, range| {
-                        let (mut part, c, w) = acc?;
-                        let visit = |m, t, corners| f(&mut part, m, t, corners);
-                        let at = first + range.start;
-                        let (more, more_w) = visit_mesh(plan, left - w, mi, at, &tris[range], &snaps, visit)?;
-                        Some((part, c + more, w + more_w))
-                    },
-                )
-                .collect();
-            for part in done {
-                let (part, c, w) = part?;
+                .with_max_len(1)
+                .map(visit_range)
+                .reduce_with(|a, b| {
+                    let ((mut part, c, w), (more, more_c, more_w)) = (a?, b?);
+                    merge(&mut part, more);
+                    Some((part, c + more_c, w + more_w))
+                });
+            if let Some(done) = done {
+                let (part, c, w) = done?;
                 merge(&mut state, part);
                 counts += c;
                 work += w;
