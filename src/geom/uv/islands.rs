@@ -231,13 +231,14 @@ fn point_ids(meshes: &[UvMesh<'_>]) -> (Vec<u32>, usize) {
     // points, with probes still short).
     let cap = (vertices + vertices / 2).next_power_of_two().max(16);
     let shift = 64 - cap.trailing_zeros();
-    // Keys, and ids + 1 (0 marks an empty slot).
-    let mut slot_key = vec![0u64; cap];
-    let mut slot_id = vec![0u32; cap];
+    // A slot is a key's two halves, low first, and its id + 1 (0 marks an
+    // empty slot): a probe reads one slot, 12 bytes, where a table of keys
+    // beside a table of ids missed the cache (and the TLB) in each (s13's
+    // UV-005 alone: 0.080 -> 0.077 s; BENCHMARKS.md, "Forty-first step").
+    let mut slots = vec![[0u32; 3]; cap];
     // Probed all over, each page read before it is written: faulted in at
     // once (`memory::prefault`), as the counts in `islands_in_parts`.
-    crate::memory::prefault(&mut slot_key);
-    crate::memory::prefault(&mut slot_id);
+    crate::memory::prefault(&mut slots);
     let mut point: Vec<u32> = Vec::with_capacity(vertices);
     let mut points = 0u32;
     let slot_of = |k: u64| (k.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> shift) as usize;
@@ -248,9 +249,7 @@ fn point_ids(meshes: &[UvMesh<'_>]) -> (Vec<u32>, usize) {
         for block in m.uvs.chunks(BLOCK) {
             for (k, &p) in keys.iter_mut().zip(block) {
                 *k = uv_key(p);
-                let i = slot_of(*k);
-                prefetch(&slot_id[i]);
-                prefetch(&slot_key[i]);
+                prefetch(&slots[slot_of(*k)]);
             }
             for (&k, &p) in keys.iter().zip(block) {
                 if !(p[0].is_finite() && p[1].is_finite()) {
@@ -259,14 +258,14 @@ fn point_ids(meshes: &[UvMesh<'_>]) -> (Vec<u32>, usize) {
                 }
                 let mut i = slot_of(k);
                 loop {
-                    let id = slot_id[i];
+                    let [lo, hi, id] = slots[i];
                     if id == 0 {
                         points += 1;
-                        (slot_key[i], slot_id[i]) = (k, points);
+                        slots[i] = [k as u32, (k >> 32) as u32, points];
                         point.push(points - 1);
                         break;
                     }
-                    if slot_key[i] == k {
+                    if (u64::from(hi) << 32 | u64::from(lo)) == k {
                         point.push(id - 1);
                         break;
                     }
