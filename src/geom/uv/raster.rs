@@ -462,6 +462,7 @@ pub(super) fn for_each_inside_in_parts<S: Send>(
     f: impl Fn(&mut S, usize, usize, [[i64; 2]; 3]) + Sync,
 ) -> Option<(S, TriangleCounts)> {
     use rayon::prelude::*;
+    use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
     let total: usize = meshes.iter().map(|m| m.triangles.len()).sum();
     let (mut state, mut counts, mut work) = (start(), TriangleCounts::default(), 0.0);
     // One mesh's vertices snapped at a time, as `for_each_inside` holds
@@ -487,15 +488,15 @@ pub(super) fn for_each_inside_in_parts<S: Send>(
             // UV-002 on one core; BENCHMARKS.md, "Forty-first step"). The
             // visits the ranges have made so far are shared, so that a
             // range stops once they pass the budget, as one pass would.
-            let spent = std::sync::atomic::AtomicU64::new(0);
+            let spent = AtomicU64::new(0);
             let visit_range = |range: std::ops::Range<usize>| {
-                let before = spent.load(std::sync::atomic::Ordering::Relaxed) as f64;
+                let before = spent.load(Relaxed) as f64;
                 let mut part = start();
                 let visit = |m, t, corners| f(&mut part, m, t, corners);
                 let at = first + range.start;
                 let (c, w) = visit_mesh(plan, left - before, mi, at, &tris[range], &snaps, visit)?;
                 // Visits are whole numbers, exact in an `f64` and a `u64`.
-                spent.fetch_add(w as u64, std::sync::atomic::Ordering::Relaxed);
+                spent.fetch_add(w as u64, Relaxed);
                 Some((part, c, w))
             };
             let done = crate::geom::parts::ranges(tris.len(), its, 1)
